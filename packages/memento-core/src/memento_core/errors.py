@@ -1,0 +1,94 @@
+"""Memento's exceptions: one tree, so callers can catch everything with ``MementoError``.
+
+Leaves also subclass the builtin that matches their meaning, so code that already
+catches ``ValueError`` or ``KeyError`` keeps working::
+
+    MementoError
+    ├── InvalidInput (ValueError)
+    │   ├── InvalidContent
+    │   ├── InvalidScope
+    │   ├── InvalidFilter
+    │   └── InvalidImport
+    ├── MemoryNotFound (KeyError)
+    ├── StoreError (RuntimeError)
+    │   ├── NotAMementoStore
+    │   ├── EmbedderMismatch
+    │   └── StoreUnavailable
+    └── MissingDependency (ImportError)
+"""
+
+from __future__ import annotations
+
+
+class MementoError(Exception):
+    """Base of every error Memento raises on purpose."""
+
+
+class InvalidInput(MementoError, ValueError):
+    """A value passed to Memento is malformed; nothing was stored."""
+
+
+class InvalidContent(InvalidInput):
+    """Memory content that is empty, too large, not text, or not valid Unicode."""
+
+
+class InvalidScope(InvalidInput):
+    """A scope field (user, agent, project, session) that is not a plain, short string."""
+
+
+class InvalidFilter(InvalidInput):
+    """A recall filter naming an unknown field or trying to pass an operator as a value."""
+
+
+class InvalidImport(InvalidInput):
+    """An import file line that is not a Memento NDJSON record."""
+
+    def __init__(self, message: str, *, line: int) -> None:
+        super().__init__(f"line {line}: {message}")
+        self.line = line
+
+
+class MemoryNotFound(MementoError, KeyError):
+    """No live memory has this id (or the caller may not see it)."""
+
+    def __init__(self, memory_id: str) -> None:
+        super().__init__(memory_id)
+        self.memory_id = memory_id
+
+    def __str__(self) -> str:
+        return f"no memory with id {self.memory_id!r}"
+
+
+class StoreError(MementoError, RuntimeError):
+    """The store cannot be opened or used."""
+
+
+class NotAMementoStore(StoreError):
+    """The path or server holds data that is not a Memento store."""
+
+
+class EmbedderMismatch(StoreError):
+    """The store was built with another embedding model or dimension."""
+
+    def __init__(
+        self, *, stored: str, stored_dimension: int, given: str, given_dimension: int
+    ) -> None:
+        super().__init__(
+            f"this store was built with embedder {stored!r} ({stored_dimension} dimensions) "
+            f"but was opened with {given!r} ({given_dimension} dimensions); open it with the "
+            f"same embedder, or re-embed it with `memento reindex --embedder {given}`"
+        )
+        self.stored = stored
+        self.given = given
+
+
+class StoreUnavailable(StoreError):
+    """The Chroma server did not answer, or the data directory cannot be written."""
+
+
+class MissingDependency(MementoError, ImportError):
+    """An optional package is needed for this feature."""
+
+    def __init__(self, package: str, feature: str) -> None:
+        super().__init__(f"{feature} needs the {package!r} package: pip install {package}")
+        self.package = package

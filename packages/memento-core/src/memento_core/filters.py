@@ -1,0 +1,133 @@
+"""Recall filters and the Chroma ``where`` clauses built from them.
+
+Every value that reaches a ``where`` clause is checked to be a plain string, number or enum
+first, so nothing a caller passes can become a query operator. Visibility is part of every
+clause: a caller never gets another user's private memory, whatever the other filters say.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from memento_core.errors import InvalidFilter, InvalidInput
+from memento_core.model import (
+    MemoryType,
+    Privacy,
+    Scope,
+    as_utc,
+    check_scope_value,
+    check_tags,
+    parse_enum,
+)
+from memento_core.storage import to_micros
+
+FILTER_FIELDS = (
+    "types",
+    "tags",
+    "since",
+    "until",
+    "privacy",
+    "agent_id",
+    "session_id",
+    "project_id",
+    "include_deleted",
+)
+
+
+@dataclass(frozen=True)
+class RecallFilter:
+    """Narrows recall. Every field is optional; tags must all be present (AND)."""
+
+    types: tuple[MemoryType, ...] = ()
+    tags: tuple[str, ...] = ()
+    since: datetime | None = None
+    until: datetime | None = None
+    privacy: tuple[Privacy, ...] = ()
+    agent_id: str | None = None
+    session_id: str | None = None
+    project_id: str | None = None
+    include_deleted: bool = False
+
+    @classmethod
+    def build(cls, values: Mapping[str, Any] | None = None, **kwargs: Any) -> RecallFilter:
+        """Validate loose filter values (from kwargs, a CLI, an MCP call) into a filter."""
+        merged = {**(values or {}), **{k: v for k, v in kwargs.items() if v is not None}}
+        unknown = sorted(set(merged) - set(FILTER_FIELDS))
+        if unknown:
+            raise InvalidFilter(
+                f"unknown filter field(s) {', '.join(map(repr, unknown))}; "
+                f"known: {', '.join(FILTER_FIELDS)}"
+            )
+        try:
+            return cls(
+                types=tuple(
+                    parse_enum(MemoryType, t, "memory type") for t in _listed(merged, "types")
+                ),
+                tags=check_tags(merged.get("tags")),
+                since=as_utc(merged["since"], "since") if merged.get("since") else None,
+                until=as_utc(merged["until"], "until") if merged.get("until") else None,
+                privacy=tuple(
+                    parse_enum(Privacy, p, "privacy") for p in _listed(merged, "privacy")
+                ),
+                agent_id=check_scope_value(merged.get("agent_id"), "agent_id filter"),
+                session_id=check_scope_value(merged.get("session_id"), "session_id filter"),
+                project_id=check_scope_value(merged.get("project_id"), "project_id filter"),
+                include_deleted=bool(merged.get("include_deleted", False)),
+            )
+        except InvalidFilter:
+            raise
+        except InvalidInput as err:
+            raise InvalidFilter(str(err)) from err
+
+
+def _listed(values: Mapping[str, Any], key: str) -> list[Any]:
+    value = values.get(key)
+    if value is None:
+        return []
+    if isinstance(value, (str, MemoryType, Privacy)):
+        return [value]
+    if isinstance(value, Mapping) or not isinstance(value, Iterable):
+        raise InvalidFilter(f"{key} must be a value or a list of values, got {value!r}")
+    return list(value)
+
+
+def visibility_clause(viewer: Scope) -> dict[str, Any]:
+    """Fail-closed: public, plus the viewer's own memories, plus team memories of its project."""
+    visible: list[dict[str, Any]] = [{"privacy": Privacy.PUBLIC.value}]
+    if viewer.user_id:
+        visible.append({"user_id": viewer.user_id})
+    if viewer.project_id:
+        visible.append(
+            {"$and": [{"privacy": Privacy.TEAM.value}, {"project_id": viewer.project_id}]}
+        )
+    return visible[0] if len(visible) == 1 else {"$or": visible}
+
+
+def live_clause(now: datetime) -> list[dict[str, Any]]:
+    """Not soft-deleted, and not expired unless pinned (pinned memories never expire)."""
+    unexpired = {"$or": [{"pinned": True}, {"expires_at": {"$gt": to_micros(now)}}]}
+    return [{"deleted_at": 0}, unexpired]
+
+
+def where_clause(viewer: Scope, recall_filter: RecallFilter, now: datetime) -> dict[str, Any]:
+    clauses: list[dict[str, Any]] = [visibility_clause(viewer)]
+    if not recall_filter.include_deleted:
+        clauses.extend(live_clause(now))
+    f = recall_filter
+    if f.types:
+        clauses.append({"type": {"$in": [t.value for t in f.types]}})
+    if f.privacy:
+        clauses.append({"privacy": {"$in": [p.value for p in f.privacy]}})
+    clauses.extend({"tags": {"$contains": tag}} for tag in f.tags)
+    if f.since:
+        clauses.append({"created_at": {"$gte": to_micros(f.since)}})
+    if f.until:
+        clauses.append({"created_at": {"$lte": to_micros(f.until)}})
+    for name in ("agent_id", "session_id", "project_id"):
+        value = getattr(f, name)
+        if value is not None:
+            clauses.append({name: value})
+    return clauses[0] if len(clauses) == 1 else {"$and": clauses}

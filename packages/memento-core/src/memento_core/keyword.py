@@ -1,0 +1,383 @@
+"""The keyword side of hybrid recall: a tokenizer for Latin and CJK text, and a BM25 index.
+
+Local Chroma has no sparse search, so Memento keeps this index in memory. It is derived data:
+rebuilt from the store on open and kept in step as memories come and go.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import threading
+import unicodedata
+from array import array
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+_WORD = re.compile(r"[^\W_]+")
+_CJK = re.compile(
+    "[\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u3400-\u4dbf\u4e00-\u9fff\ua960-\ua97f"
+    "\uac00-\ud7af\ud7b0-\ud7ff\uf900-\ufaff]+"
+)
+
+# Function words carry no topic; dropping them keeps BM25 on the words that do.
+STOPWORDS = frozenset(
+    [
+        "a",
+        "about",
+        "above",
+        "after",
+        "again",
+        "against",
+        "all",
+        "am",
+        "an",
+        "and",
+        "any",
+        "are",
+        "as",
+        "at",
+        "be",
+        "because",
+        "been",
+        "before",
+        "being",
+        "below",
+        "between",
+        "both",
+        "but",
+        "by",
+        "can",
+        "could",
+        "did",
+        "do",
+        "does",
+        "doing",
+        "down",
+        "during",
+        "each",
+        "few",
+        "for",
+        "from",
+        "further",
+        "had",
+        "has",
+        "have",
+        "having",
+        "he",
+        "her",
+        "here",
+        "hers",
+        "herself",
+        "him",
+        "himself",
+        "his",
+        "how",
+        "i",
+        "if",
+        "in",
+        "into",
+        "is",
+        "it",
+        "its",
+        "itself",
+        "just",
+        "me",
+        "more",
+        "most",
+        "my",
+        "myself",
+        "no",
+        "nor",
+        "not",
+        "of",
+        "off",
+        "on",
+        "once",
+        "only",
+        "or",
+        "other",
+        "our",
+        "ours",
+        "ourselves",
+        "out",
+        "over",
+        "own",
+        "same",
+        "she",
+        "should",
+        "so",
+        "some",
+        "such",
+        "than",
+        "that",
+        "the",
+        "their",
+        "theirs",
+        "them",
+        "themselves",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "those",
+        "through",
+        "to",
+        "too",
+        "under",
+        "until",
+        "up",
+        "very",
+        "was",
+        "we",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "while",
+        "who",
+        "whom",
+        "why",
+        "will",
+        "with",
+        "would",
+        "you",
+        "your",
+        "yours",
+        "yourself",
+        "yourselves",
+        "s",
+        "t",
+        "don",
+        "ll",
+        "m",
+        "re",
+        "ve",
+        "d",
+        "o",
+        "y",
+    ]
+)
+
+
+@lru_cache(maxsize=1)
+def _stemmer() -> Any:
+    import snowballstemmer
+
+    return snowballstemmer.stemmer("english")
+
+
+@lru_cache(maxsize=200_000)
+def _stem(word: str) -> str:
+    if not word.isascii() or word.isdigit():
+        return word
+    return str(_stemmer().stemWord(word))
+
+
+def tokenize(text: str) -> list[str]:
+    """Words for BM25: stemmed Latin words without stopwords; CJK runs as character bigrams.
+
+    Korean, Chinese and Japanese don't separate words with spaces (and Korean glues particles
+    to nouns), so a CJK run becomes its overlapping two-character pieces: "도손의" gives
+    "도손", "손의", and a query for "도손" finds it.
+    """
+    tokens: list[str] = []
+    for run in _WORD.findall(unicodedata.normalize("NFKC", text).casefold()):
+        position = 0
+        for cjk in _CJK.finditer(run):
+            _latin_tokens(run[position : cjk.start()], tokens)
+            _cjk_tokens(cjk.group(), tokens)
+            position = cjk.end()
+        _latin_tokens(run[position:], tokens)
+    return tokens
+
+
+def _latin_tokens(word: str, out: list[str]) -> None:
+    if word and word not in STOPWORDS:
+        out.append(_stem(word))
+
+
+def _cjk_tokens(run: str, out: list[str]) -> None:
+    if len(run) == 1:
+        out.append(run)
+    else:
+        out.extend(run[i : i + 2] for i in range(len(run) - 1))
+
+
+def matched_terms(query: str, text: str) -> list[str]:
+    """The query's words (as the query wrote them) whose keywords occur in ``text``."""
+    present = set(tokenize(text))
+    matched: list[str] = []
+    for word in re.findall(r"[^\W_]+", unicodedata.normalize("NFKC", query)):
+        if word not in matched and any(t in present for t in tokenize(word)):
+            matched.append(word)
+    return matched
+
+
+@dataclass(frozen=True)
+class Visibility:
+    """Who may see a document; mirrors the store's fail-closed rule for fast pre-filtering."""
+
+    user_id: str
+    project_id: str
+    privacy: str
+
+
+class KeywordIndex:
+    """An append-friendly BM25 (Okapi) index over memory ids, with visibility pre-filtering.
+
+    The store query that follows is what enforces visibility; the filter here only keeps other
+    users' memories from crowding a user's own out of the keyword candidates.
+    """
+
+    def __init__(self, *, k1: float = 1.2, b: float = 0.75) -> None:
+        self.k1 = k1
+        self.b = b
+        self._lock = threading.RLock()
+        self._index_of: dict[str, int] = {}
+        self._ids: list[str] = []
+        self._lengths = array("f")
+        self._alive = bytearray()
+        self._owner = array("i")
+        self._project = array("i")
+        self._privacy = array("b")
+        self._codes: dict[str, int] = {"": 0}
+        self._postings: dict[str, tuple[array[int], array[float]]] = {}
+        self._live_count = 0
+        self._live_length = 0.0
+
+    def __len__(self) -> int:
+        return self._live_count
+
+    def __contains__(self, memory_id: object) -> bool:
+        with self._lock:
+            position = self._index_of.get(memory_id) if isinstance(memory_id, str) else None
+            return position is not None and bool(self._alive[position])
+
+    def ids(self) -> set[str]:
+        with self._lock:
+            return {i for i, p in self._index_of.items() if self._alive[p]}
+
+    def _code(self, value: str) -> int:
+        code = self._codes.get(value)
+        if code is None:
+            code = self._codes[value] = len(self._codes)
+        return code
+
+    def add(self, memory_id: str, text: str, visibility: Visibility) -> None:
+        tokens = tokenize(text)
+        with self._lock:
+            if memory_id in self:
+                return
+            position = len(self._ids)
+            self._index_of[memory_id] = position
+            self._ids.append(memory_id)
+            self._lengths.append(float(len(tokens)))
+            self._alive.append(1)
+            self._owner.append(self._code(visibility.user_id))
+            self._project.append(self._code(visibility.project_id))
+            self._privacy.append({"private": 0, "team": 1, "public": 2}[visibility.privacy])
+            counts: dict[str, int] = {}
+            for token in tokens:
+                counts[token] = counts.get(token, 0) + 1
+            for token, count in counts.items():
+                postings = self._postings.get(token)
+                if postings is None:
+                    postings = self._postings[token] = (array("i"), array("f"))
+                postings[0].append(position)
+                postings[1].append(float(count))
+            self._live_count += 1
+            self._live_length += len(tokens)
+
+    def add_many(self, entries: Iterable[tuple[str, str, Visibility]]) -> None:
+        for memory_id, text, visibility in entries:
+            self.add(memory_id, text, visibility)
+
+    def remove(self, memory_id: str) -> None:
+        with self._lock:
+            position = self._index_of.get(memory_id)
+            if position is None or not self._alive[position]:
+                return
+            self._alive[position] = 0
+            self._live_count -= 1
+            self._live_length -= self._lengths[position]
+            del self._index_of[memory_id]
+
+    def _visible_mask(self, viewer_user: str | None, viewer_project: str | None) -> Any:
+        import numpy as np
+
+        alive = np.frombuffer(bytes(self._alive), dtype=np.uint8).astype(bool)
+        privacy = np.frombuffer(self._privacy, dtype=np.int8)
+        visible = privacy == 2
+        if viewer_user and viewer_user in self._codes:
+            visible |= np.frombuffer(self._owner, dtype=np.int32) == self._codes[viewer_user]
+        if viewer_project and viewer_project in self._codes:
+            project = np.frombuffer(self._project, dtype=np.int32)
+            visible |= (privacy == 1) & (project == self._codes[viewer_project])
+        return alive & visible
+
+    def search(
+        self,
+        query: str,
+        *,
+        limit: int,
+        viewer_user: str | None = None,
+        viewer_project: str | None = None,
+    ) -> list[tuple[str, float]]:
+        """The ``limit`` best (id, BM25 score) pairs among memories the viewer may see."""
+        import numpy as np
+
+        terms = list(dict.fromkeys(tokenize(query)))
+        with self._lock:
+            if not terms or not self._live_count:
+                return []
+            scores = self._scores(terms)
+            if scores is None:
+                return []
+            scores *= self._visible_mask(viewer_user, viewer_project)
+            hits = np.flatnonzero(scores > 0)
+            if hits.size > limit:
+                hits = hits[np.argpartition(-scores[hits], limit - 1)[:limit]]
+            hits = hits[np.argsort(-scores[hits], kind="stable")]
+            return [(self._ids[i], float(scores[i])) for i in hits]
+
+    def scores_for(self, query: str, memory_ids: Iterable[str]) -> dict[str, float]:
+        """BM25 scores of particular memories (those with no keyword match are left out)."""
+        terms = list(dict.fromkeys(tokenize(query)))
+        with self._lock:
+            scores = self._scores(terms) if terms and self._live_count else None
+            if scores is None:
+                return {}
+            positions = {i: self._index_of[i] for i in memory_ids if i in self._index_of}
+            return {i: float(scores[p]) for i, p in positions.items() if scores[p] > 0}
+
+    def _scores(self, terms: list[str]) -> npt.NDArray[np.float64] | None:
+        import numpy as np
+
+        size = len(self._ids)
+        lengths = np.frombuffer(self._lengths, dtype=np.float32)
+        average = self._live_length / self._live_count or 1.0
+        scores = np.zeros(size, dtype=np.float64)
+        found = False
+        for term in terms:
+            postings = self._postings.get(term)
+            if postings is None:
+                continue
+            docs = np.frombuffer(postings[0], dtype=np.int32)
+            tf = np.frombuffer(postings[1], dtype=np.float32)
+            # Document frequency counts removed documents too until a rebuild; close enough
+            # for ranking and it keeps removal O(1).
+            df = len(docs)
+            idf = math.log(1.0 + (self._live_count - df + 0.5) / (df + 0.5))
+            norm = tf + self.k1 * (1.0 - self.b + self.b * lengths[docs] / average)
+            scores[docs] += idf * tf * (self.k1 + 1.0) / norm
+            found = True
+        return scores if found else None

@@ -1,0 +1,732 @@
+"""``Memento``: the memory engine's public API, sync with async twins."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import functools
+import os
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Concatenate, ParamSpec, TypeVar
+
+from memento_core.embedding import CachingEmbedder, Embedder, SentenceTransformerEmbedder, text_hash
+from memento_core.errors import InvalidInput, MemoryNotFound
+from memento_core.filters import RecallFilter, visibility_clause, where_clause
+from memento_core.keyword import KeywordIndex, Visibility, matched_terms
+from memento_core.model import (
+    FeedbackEvent,
+    FeedbackKind,
+    Link,
+    LinkType,
+    MemoryItem,
+    MemoryType,
+    Privacy,
+    Scope,
+    as_utc,
+    check_importance,
+    check_json,
+    check_tags,
+    check_text,
+    content_key,
+    parse_enum,
+    utcnow,
+)
+from memento_core.ranking import Candidate, RankingWeights, Recalled, rank
+from memento_core.storage import (
+    PLACEHOLDER_VECTOR,
+    ChromaStore,
+    StoreInfo,
+    event_from_record,
+    item_from_record,
+    item_metadata,
+    link_from_record,
+    link_id,
+    to_micros,
+)
+
+DEFAULT_PATH = Path(".memento")
+"""Where ``Memento.open()`` keeps an embedded store when no path is given (or ``$MEMENTO_PATH``)."""
+MAX_RECALL_LIMIT = 1_000
+MAX_TITLE_CHARS = 500
+
+P = ParamSpec("P")
+R = TypeVar("R")
+M = TypeVar("M", bound="Memento")
+
+
+def _async_twin(
+    method: Callable[Concatenate[M, P], R],
+) -> Callable[Concatenate[M, P], Awaitable[R]]:
+    """The async twin of a sync method: same signature and docstring, run off the event loop."""
+
+    @functools.wraps(method)
+    async def twin(self: M, *args: P.args, **kwargs: P.kwargs) -> R:
+        return await asyncio.to_thread(method, self, *args, **kwargs)
+
+    return twin
+
+
+@dataclass(frozen=True)
+class MemoryDraft:
+    """What to remember; ``Memento.remember_many`` takes a list of these."""
+
+    content: str
+    type: MemoryType | str = MemoryType.EPISODIC
+    scope: Scope = field(default_factory=Scope)
+    title: str | None = None
+    data: Mapping[str, Any] | None = None
+    source: str = "chat"
+    privacy: Privacy | str = Privacy.PRIVATE
+    importance: float = 0.5
+    pinned: bool = False
+    tags: Sequence[str] = ()
+    hotwords: Sequence[str] = ()
+    created_at: datetime | None = None
+    expires_at: datetime | None = None
+    origin_trace: Any = None
+
+
+@dataclass(frozen=True)
+class StoreStats:
+    location: str
+    embedder: str
+    dimension: int
+    memories: int
+    deleted: int
+    by_type: Mapping[str, int]
+    by_privacy: Mapping[str, int]
+    users: int
+    links: int
+    feedback_events: int
+
+
+def validate_draft(draft: MemoryDraft, now: datetime) -> MemoryItem:
+    """Check every field of a draft and build the item it will be stored as."""
+    content = check_text(draft.content, "content")
+    if not isinstance(draft.scope, Scope):
+        raise InvalidInput(f"scope must be a Scope, got {type(draft.scope).__name__}")
+    if draft.title is not None:
+        check_text(draft.title, "title", max_chars=MAX_TITLE_CHARS)
+    if draft.data is not None and not isinstance(draft.data, Mapping):
+        raise InvalidInput(f"data must be a dictionary, got {type(draft.data).__name__}")
+    if not isinstance(draft.source, str) or not draft.source.strip():
+        raise InvalidInput(f"source must be a non-empty string, got {draft.source!r}")
+    hotwords = check_tags(draft.hotwords) if draft.hotwords else ()
+    return MemoryItem(
+        id=content_key(content, draft.scope),
+        content=content,
+        type=parse_enum(MemoryType, draft.type, "memory type"),
+        title=draft.title,
+        data=check_json(dict(draft.data), "data") if draft.data is not None else None,
+        source=draft.source,
+        scope=draft.scope,
+        privacy=parse_enum(Privacy, draft.privacy, "privacy"),
+        importance=check_importance(draft.importance),
+        pinned=bool(draft.pinned),
+        tags=check_tags(draft.tags),
+        hotwords=hotwords,
+        created_at=as_utc(draft.created_at, "created_at") if draft.created_at else now,
+        expires_at=as_utc(draft.expires_at, "expires_at") if draft.expires_at else None,
+        origin_trace=check_json(draft.origin_trace, "origin_trace"),
+    )
+
+
+class Memento:
+    """A memory store. Open one with ``Memento.open(path)`` or ``Memento.open(url=...)``."""
+
+    def __init__(
+        self,
+        store: ChromaStore,
+        embedder: Embedder,
+        *,
+        weights: RankingWeights | None = None,
+        candidates: int = 60,
+        track_usage: bool = True,
+    ) -> None:
+        self._store = store
+        self.embedder = (
+            embedder if isinstance(embedder, CachingEmbedder) else CachingEmbedder(embedder)
+        )
+        self.info: StoreInfo = store.attach(self.embedder.name, self.embedder.dimension)
+        self.weights = weights or RankingWeights()
+        self.candidates = candidates
+        self.track_usage = track_usage
+        self._keywords = KeywordIndex()
+        self._keyword_count = -1
+        self._shared = "://" in store.location
+        self._sync_keywords(force=True)
+
+    @classmethod
+    def open(
+        cls,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        url: str | None = None,
+        embedder: Embedder | None = None,
+        weights: RankingWeights | None = None,
+        collection_prefix: str = "memento",
+        track_usage: bool = True,
+    ) -> Memento:
+        """Open (or create) a store: embedded in ``path`` by default, or on a Chroma server.
+
+        ``path`` defaults to ``$MEMENTO_PATH`` or ``./.memento``. ``url`` (``http://host:port``)
+        selects a Chroma server started with ``chroma run``; then ``path`` must be left out.
+        """
+        if path is not None and url is not None:
+            raise InvalidInput("give either a path (embedded store) or a url (Chroma server)")
+        if url is not None:
+            store = ChromaStore.open_server(url, prefix=collection_prefix)
+        else:
+            location = path if path is not None else os.environ.get("MEMENTO_PATH", DEFAULT_PATH)
+            store = ChromaStore.open_embedded(location, prefix=collection_prefix)
+        return cls(
+            store,
+            embedder or SentenceTransformerEmbedder(),
+            weights=weights,
+            track_usage=track_usage,
+        )
+
+    @property
+    def location(self) -> str:
+        return self._store.location
+
+    def close(self) -> None:
+        """Release the store. Chroma keeps no open handles that need closing; this is for symmetry."""
+
+    def __enter__(self) -> Memento:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ----------------------------------------------------------------- writing
+
+    def remember(
+        self,
+        content: str,
+        *,
+        scope: Scope | None = None,
+        type: MemoryType | str = MemoryType.EPISODIC,
+        title: str | None = None,
+        data: Mapping[str, Any] | None = None,
+        source: str = "chat",
+        privacy: Privacy | str = Privacy.PRIVATE,
+        importance: float = 0.5,
+        pinned: bool = False,
+        tags: Sequence[str] = (),
+        hotwords: Sequence[str] = (),
+        created_at: datetime | None = None,
+        expires_at: datetime | None = None,
+        origin_trace: Any = None,
+    ) -> str:
+        """Store one memory and return its id.
+
+        Identical content in the same scope is stored once: remembering it again returns the
+        existing id and changes nothing (a soft-deleted copy is restored).
+        """
+        draft = MemoryDraft(
+            content=content,
+            scope=scope or Scope(),
+            type=type,
+            title=title,
+            data=data,
+            source=source,
+            privacy=privacy,
+            importance=importance,
+            pinned=pinned,
+            tags=tags,
+            hotwords=hotwords,
+            created_at=created_at,
+            expires_at=expires_at,
+            origin_trace=origin_trace,
+        )
+        return self.remember_many([draft])[0]
+
+    def remember_many(
+        self,
+        drafts: Iterable[MemoryDraft],
+        *,
+        on_progress: Callable[[int], None] | None = None,
+        batch_size: int = 256,
+    ) -> list[str]:
+        """Store many memories in batches; returns their ids in order.
+
+        Every draft is validated before anything is written, so one bad draft stores nothing.
+        ``on_progress`` is called with the number of drafts finished after each batch.
+        """
+        now = utcnow()
+        items = [validate_draft(d, now) for d in drafts]
+        for start in range(0, len(items), batch_size):
+            batch = items[start : start + batch_size]
+            self._write_new(batch)
+            if on_progress:
+                on_progress(len(batch))
+        return [item.id for item in items]
+
+    def _write_new(self, items: Sequence[MemoryItem]) -> None:
+        unique = list({item.id: item for item in items}.values())
+        with self._store.lock:
+            found = self._store.items.get(ids=[i.id for i in unique], include=["metadatas"])
+            existing = dict(zip(found["ids"], found["metadatas"]))
+            restore = [i for i, meta in existing.items() if meta.get("deleted_at")]
+            if restore:
+                self._store.items.update(ids=restore, metadatas=[{"deleted_at": 0}] * len(restore))
+            fresh = [item for item in unique if item.id not in existing]
+            if not fresh:
+                return
+            hashes = [text_hash(item.content) for item in fresh]
+            self._prime_embeddings(hashes)
+            vectors = self.embedder.embed_documents([item.content for item in fresh])
+            self._store.items.add(
+                ids=[item.id for item in fresh],
+                embeddings=vectors,
+                documents=[item.content for item in fresh],
+                metadatas=[item_metadata(item, h) for item, h in zip(fresh, hashes)],
+            )
+            self._keywords.add_many((i.id, i.content, _visibility(i)) for i in fresh)
+            self._keyword_count += len(fresh)
+
+    def _prime_embeddings(self, hashes: Sequence[str]) -> None:
+        """Reuse vectors of identical text already in the store (say, in another scope)."""
+        unknown = [h for h in set(hashes) if self.embedder.cached(h) is None]
+        if not unknown or not self._keyword_count:
+            return
+        found = self._store.items.get(
+            where={"text_hash": {"$in": unknown}}, include=["metadatas", "embeddings"]
+        )
+        for meta, vector in zip(found["metadatas"], found["embeddings"]):
+            self.embedder.prime(meta["text_hash"], vector)
+
+    # ----------------------------------------------------------------- reading
+
+    def get(
+        self, memory_id: str, *, scope: Scope | None = None, include_deleted: bool = False
+    ) -> MemoryItem:
+        """The memory with this id. With ``scope``, only if that scope may see it.
+
+        Raises ``MemoryNotFound`` for an unknown id, a hidden (soft-deleted or expired) memory,
+        or one the scope may not see — the same error for all, so ids leak nothing.
+        """
+        _check_id(memory_id)
+        where = None
+        if scope is not None:
+            where = visibility_clause(scope)
+        found = self._store.items.get(
+            ids=[memory_id], where=where, include=["metadatas", "documents"]
+        )
+        if not found["ids"]:
+            raise MemoryNotFound(memory_id)
+        item = item_from_record(memory_id, found["documents"][0], found["metadatas"][0])
+        if not include_deleted and not _is_live(item, utcnow()):
+            raise MemoryNotFound(memory_id)
+        return item
+
+    def recall(
+        self,
+        query: str,
+        *,
+        scope: Scope | None = None,
+        limit: int = 10,
+        filter: RecallFilter | Mapping[str, Any] | None = None,
+        weights: RankingWeights | Mapping[str, Any] | None = None,
+        now: datetime | None = None,
+    ) -> list[Recalled]:
+        """The ``limit`` best memories for ``query`` that ``scope`` may see, best first.
+
+        Candidates come from the vector index and from BM25 keyword search; each is scored
+        ``α·relevance + β·recency + γ·importance + δ·usage − ε·duplication`` (see
+        ``RankingWeights``), and ``reason`` on each result shows the parts.
+        """
+        check_text(query, "query")
+        if (
+            isinstance(limit, bool)
+            or not isinstance(limit, int)
+            or not 1 <= limit <= MAX_RECALL_LIMIT
+        ):
+            raise InvalidInput(
+                f"limit must be a whole number from 1 to {MAX_RECALL_LIMIT}, got {limit!r}"
+            )
+        viewer = scope or Scope()
+        recall_filter = filter if isinstance(filter, RecallFilter) else RecallFilter.build(filter)
+        if weights is None:
+            chosen = self.weights
+        elif isinstance(weights, RankingWeights):
+            chosen = weights
+        else:
+            chosen = self.weights.replace(**weights)
+        moment = as_utc(now, "now") if now else utcnow()
+        where = where_clause(viewer, recall_filter, moment)
+        depth = max(self.candidates, limit * 3)
+        query_vector = self.embedder.embed_query(query)
+
+        candidates: dict[str, Candidate] = {}
+        found = self._store.items.query(
+            query_embeddings=[query_vector],
+            n_results=depth,
+            where=where,
+            include=["metadatas", "documents", "distances", "embeddings"],
+        )
+        for n, memory_id in enumerate(found["ids"][0]):
+            item = item_from_record(memory_id, found["documents"][0][n], found["metadatas"][0][n])
+            candidates[memory_id] = Candidate(
+                item, 1.0 - found["distances"][0][n], 0.0, found["embeddings"][0][n]
+            )
+
+        self._sync_keywords()
+        keyword_hits = self._keywords.search(
+            query, limit=depth, viewer_user=viewer.user_id, viewer_project=viewer.project_id
+        )
+        keyword_scores = dict(keyword_hits)
+        missing = [i for i, _ in keyword_hits if i not in candidates]
+        if missing:
+            extra = self._store.items.get(
+                ids=missing, where=where, include=["metadatas", "documents", "embeddings"]
+            )
+            for n, memory_id in enumerate(extra["ids"]):
+                item = item_from_record(memory_id, extra["documents"][n], extra["metadatas"][n])
+                vector = extra["embeddings"][n]
+                candidates[memory_id] = Candidate(item, float(vector @ query_vector), 0.0, vector)
+        for memory_id, candidate in candidates.items():
+            candidate.keyword = keyword_scores.get(memory_id, 0.0)
+        if len(keyword_hits) == depth:
+            # Vector candidates below the keyword cut-off still deserve their keyword score.
+            for memory_id, score in self._keywords.scores_for(
+                query, [i for i in candidates if i not in keyword_scores]
+            ).items():
+                candidates[memory_id].keyword = score
+
+        matched = {i: tuple(matched_terms(query, c.item.content)) for i, c in candidates.items()}
+        results = rank(
+            list(candidates.values()), limit=limit, now=moment, weights=chosen, matched=matched
+        )
+        if self.track_usage and results:
+            self._count_use([r.item for r in results], moment)
+        return results
+
+    def _count_use(self, items: Sequence[MemoryItem], moment: datetime) -> None:
+        # Read-modify-write: under concurrent writers a count may be lost; usage is a soft signal.
+        self._store.items.update(
+            ids=[i.id for i in items],
+            metadatas=[
+                {"access_count": i.access_count + 1, "last_accessed_at": to_micros(moment)}
+                for i in items
+            ],
+        )
+
+    def _sync_keywords(self, *, force: bool = False) -> None:
+        """Bring the in-memory keyword index in step with the store.
+
+        An embedded store has one writer (this process), so the index is always current after
+        the first load. On a server other processes write too; a changed count says so.
+        """
+        if not force and not self._shared:
+            return
+        count = self._store.items.count()
+        if not force and count == self._keyword_count:
+            return
+        with self._store.lock:
+            known = self._keywords.ids()
+            seen: set[str] = set()
+            for memory_id, meta, document, _ in self._store.iter_records(
+                self._store.items, include=["metadatas", "documents"]
+            ):
+                seen.add(memory_id)
+                if memory_id not in known:
+                    item_scope = Visibility(meta["user_id"], meta["project_id"], meta["privacy"])
+                    self._keywords.add(memory_id, document or "", item_scope)
+            for gone in known - seen:
+                self._keywords.remove(gone)
+            self._keyword_count = len(seen)
+
+    # --------------------------------------------------------------- lifecycle
+
+    def pin(self, memory_id: str) -> MemoryItem:
+        """Pin a memory: it never expires and is never offered for forgetting."""
+        return self._set(memory_id, pinned=True)
+
+    def unpin(self, memory_id: str) -> MemoryItem:
+        return self._set(memory_id, pinned=False)
+
+    def _set(self, memory_id: str, **fields: Any) -> MemoryItem:
+        item = self.get(memory_id, include_deleted=True)
+        self._store.items.update(ids=[memory_id], metadatas=[fields])
+        return dataclasses.replace(item, **fields)
+
+    def forget(self, memory_id: str, *, hard: bool = False) -> None:
+        """Hide a memory (soft: ``restore`` brings it back) or erase it (hard).
+
+        A hard forget removes the memory, its vector, every link that touches it and its
+        feedback events. Chroma may keep freed bytes in its files until compaction.
+        """
+        self.get(memory_id, include_deleted=True)
+        if not hard:
+            self._store.items.update(
+                ids=[memory_id], metadatas=[{"deleted_at": to_micros(utcnow())}]
+            )
+            return
+        with self._store.lock:
+            self._store.links.delete(
+                where={"$or": [{"source_id": memory_id}, {"target_id": memory_id}]}
+            )
+            self._store.events.delete(where={"memory_id": memory_id})
+            self._store.items.delete(ids=[memory_id])
+            self._keywords.remove(memory_id)
+            self._keyword_count -= 1
+
+    def restore(self, memory_id: str) -> MemoryItem:
+        """Undo a soft forget."""
+        return self._set(memory_id, deleted_at=0)
+
+    def link(
+        self, source_id: str, type: LinkType | str, target_id: str, *, note: str | None = None
+    ) -> Link:
+        """Record a typed link between two existing memories (idempotent)."""
+        link_type = parse_enum(LinkType, type, "link type")
+        if source_id == target_id:
+            raise InvalidInput("a memory cannot link to itself")
+        if note is not None:
+            check_text(note, "note", max_chars=MAX_TITLE_CHARS)
+        self.get(source_id, include_deleted=True)
+        self.get(target_id, include_deleted=True)
+        created = Link(source_id, link_type, target_id, note=note)
+        self._store.links.upsert(
+            ids=[link_id(created)],
+            embeddings=[PLACEHOLDER_VECTOR],
+            documents=[note or ""],
+            metadatas=[
+                {
+                    "source_id": source_id,
+                    "target_id": target_id,
+                    "type": link_type.value,
+                    "created_at": to_micros(created.created_at),
+                }
+            ],
+        )
+        return created
+
+    def links(self, memory_id: str) -> list[Link]:
+        """Every link from or to this memory, oldest first."""
+        _check_id(memory_id)
+        found = self._store.links.get(
+            where={"$or": [{"source_id": memory_id}, {"target_id": memory_id}]},
+            include=["metadatas", "documents"],
+        )
+        links = [link_from_record(m, d) for m, d in zip(found["metadatas"], found["documents"])]
+        return sorted(links, key=lambda link: (link.created_at, link_id(link)))
+
+    def feedback(
+        self,
+        memory_id: str,
+        kind: FeedbackKind | str,
+        *,
+        score: float = 1.0,
+        note: str | None = None,
+    ) -> FeedbackEvent:
+        """Record how a memory served: ``used``, ``helpful``, ``not_helpful``, … (feeds ranking)."""
+        feedback_kind = parse_enum(FeedbackKind, kind, "feedback kind")
+        if isinstance(score, bool) or not isinstance(score, (int, float)) or score != score:
+            raise InvalidInput(f"score must be a number, got {score!r}")
+        if note is not None:
+            check_text(note, "note", max_chars=MAX_TITLE_CHARS)
+        with self._store.lock:
+            item = self.get(memory_id, include_deleted=True)
+            event = FeedbackEvent(memory_id, feedback_kind, float(score), note=note)
+            self._store.events.add(
+                ids=[f"{memory_id}:{to_micros(event.at)}:{os.urandom(4).hex()}"],
+                embeddings=[PLACEHOLDER_VECTOR],
+                documents=[note or ""],
+                metadatas=[
+                    {
+                        "memory_id": memory_id,
+                        "kind": feedback_kind.value,
+                        "score": event.score,
+                        "at": to_micros(event.at),
+                    }
+                ],
+            )
+            key = f"fb_{feedback_kind.value}"
+            self._store.items.update(
+                ids=[memory_id],
+                metadatas=[
+                    {
+                        key: item.feedback.get(feedback_kind.value, 0) + 1,
+                        "last_accessed_at": to_micros(event.at),
+                    }
+                ],
+            )
+        return event
+
+    def feedback_events(self, memory_id: str) -> list[FeedbackEvent]:
+        _check_id(memory_id)
+        found = self._store.events.get(
+            where={"memory_id": memory_id}, include=["metadatas", "documents"]
+        )
+        events = [event_from_record(m, d) for m, d in zip(found["metadatas"], found["documents"])]
+        return sorted(events, key=lambda e: (e.at, e.kind.value))
+
+    # ------------------------------------------------------------------- bulk
+
+    def items(
+        self, *, scope: Scope | None = None, include_deleted: bool = True
+    ) -> list[MemoryItem]:
+        """Every memory (that ``scope`` may see, if given), oldest first."""
+        where = visibility_clause(scope) if scope is not None else None
+        now = utcnow()
+        items = [
+            item_from_record(i, d or "", m)
+            for i, m, d, _ in self._store.iter_records(
+                self._store.items, where=where, include=["metadatas", "documents"]
+            )
+        ]
+        if not include_deleted:
+            items = [i for i in items if _is_live(i, now)]
+        return sorted(items, key=lambda i: (i.created_at, i.id))
+
+    def all_links(self) -> list[Link]:
+        records = self._store.iter_records(self._store.links, include=["metadatas", "documents"])
+        return sorted((link_from_record(m, d or "") for _, m, d, _ in records), key=link_id)
+
+    def all_feedback(self) -> list[FeedbackEvent]:
+        records = self._store.iter_records(self._store.events, include=["metadatas", "documents"])
+        return sorted(
+            (event_from_record(m, d or "") for _, m, d, _ in records),
+            key=lambda e: (e.memory_id, e.at, e.kind.value),
+        )
+
+    def stats(self) -> StoreStats:
+        by_type: dict[str, int] = {}
+        by_privacy: dict[str, int] = {}
+        users: set[str] = set()
+        deleted = live = 0
+        for _, meta, _, _ in self._store.iter_records(self._store.items, include=["metadatas"]):
+            if meta["deleted_at"]:
+                deleted += 1
+                continue
+            live += 1
+            by_type[meta["type"]] = by_type.get(meta["type"], 0) + 1
+            by_privacy[meta["privacy"]] = by_privacy.get(meta["privacy"], 0) + 1
+            if meta["user_id"]:
+                users.add(meta["user_id"])
+        return StoreStats(
+            location=self.location,
+            embedder=self.info.embedder,
+            dimension=self.info.dimension,
+            memories=live,
+            deleted=deleted,
+            by_type=dict(sorted(by_type.items())),
+            by_privacy=dict(sorted(by_privacy.items())),
+            users=len(users),
+            links=self._store.links.count(),
+            feedback_events=self._store.events.count(),
+        )
+
+    def export(self, fmt: str = "ndjson") -> Iterator[str]:
+        """The whole store as lines of ``ndjson`` (lossless), ``markdown`` or ``csv``."""
+        from memento_core.transfer import export_lines
+
+        return export_lines(self, fmt)
+
+    def import_ndjson(
+        self, lines: Iterable[str], *, on_progress: Callable[[int], None] | None = None
+    ) -> dict[str, int]:
+        """Load an NDJSON export; every line is checked before anything is written."""
+        from memento_core.transfer import import_ndjson
+
+        return import_ndjson(self, lines, on_progress=on_progress)
+
+    def _restore_records(
+        self,
+        items: Sequence[MemoryItem],
+        links: Sequence[Link],
+        events: Sequence[FeedbackEvent],
+        *,
+        on_progress: Callable[[int], None] | None = None,
+    ) -> None:
+        """Write exported records back as they were (ids, counters and timestamps kept)."""
+        with self._store.lock:
+            known = (
+                set(self._store.items.get(ids=[i.id for i in items], include=[])["ids"])
+                if items
+                else set()
+            )
+            fresh = [i for i in items if i.id not in known]
+            for start in range(0, len(fresh), 256):
+                batch = fresh[start : start + 256]
+                hashes = [text_hash(i.content) for i in batch]
+                self._prime_embeddings(hashes)
+                self._store.items.add(
+                    ids=[i.id for i in batch],
+                    embeddings=self.embedder.embed_documents([i.content for i in batch]),
+                    documents=[i.content for i in batch],
+                    metadatas=[item_metadata(i, h) for i, h in zip(batch, hashes)],
+                )
+                self._keywords.add_many((i.id, i.content, _visibility(i)) for i in batch)
+                self._keyword_count += len(batch)
+                if on_progress:
+                    on_progress(len(batch))
+            for link in links:
+                self._store.links.upsert(
+                    ids=[link_id(link)],
+                    embeddings=[PLACEHOLDER_VECTOR],
+                    documents=[link.note or ""],
+                    metadatas=[
+                        {
+                            "source_id": link.source_id,
+                            "target_id": link.target_id,
+                            "type": link.type.value,
+                            "created_at": to_micros(link.created_at),
+                        }
+                    ],
+                )
+            for n, event in enumerate(events):
+                self._store.events.upsert(
+                    ids=[f"{event.memory_id}:{to_micros(event.at)}:import{n}"],
+                    embeddings=[PLACEHOLDER_VECTOR],
+                    documents=[event.note or ""],
+                    metadatas=[
+                        {
+                            "memory_id": event.memory_id,
+                            "kind": event.kind.value,
+                            "score": event.score,
+                            "at": to_micros(event.at),
+                        }
+                    ],
+                )
+
+    aremember = _async_twin(remember)
+    aremember_many = _async_twin(remember_many)
+    aget = _async_twin(get)
+    arecall = _async_twin(recall)
+    apin = _async_twin(pin)
+    aunpin = _async_twin(unpin)
+    aforget = _async_twin(forget)
+    arestore = _async_twin(restore)
+    alink = _async_twin(link)
+    alinks = _async_twin(links)
+    afeedback = _async_twin(feedback)
+    afeedback_events = _async_twin(feedback_events)
+    aitems = _async_twin(items)
+    astats = _async_twin(stats)
+    aimport_ndjson = _async_twin(import_ndjson)
+
+    async def aexport(self, fmt: str = "ndjson") -> list[str]:
+        """The async twin of ``export``; returns the lines as a list."""
+        return await asyncio.to_thread(lambda: list(self.export(fmt)))
+
+
+def _visibility(item: MemoryItem) -> Visibility:
+    return Visibility(item.scope.user_id or "", item.scope.project_id or "", item.privacy.value)
+
+
+def _is_live(item: MemoryItem, now: datetime) -> bool:
+    if item.deleted_at is not None:
+        return False
+    return item.pinned or item.expires_at is None or item.expires_at > now
+
+
+def _check_id(memory_id: object) -> None:
+    if not isinstance(memory_id, str) or not memory_id or len(memory_id) > 256:
+        raise InvalidInput(f"a memory id is a non-empty string, got {memory_id!r}")

@@ -1,0 +1,239 @@
+"""The data model: memory items, scopes, links and feedback events, validated on construction."""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import hashlib
+import json
+import math
+import unicodedata
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from memento_core.errors import InvalidContent, InvalidInput, InvalidScope
+
+MAX_CONTENT_CHARS = 32_000
+"""Longest content accepted, in characters; longer text should be split before remembering."""
+
+MAX_SCOPE_CHARS = 256
+MAX_TAG_CHARS = 128
+MAX_TAGS = 64
+
+
+class MemoryType(str, enum.Enum):
+    WORKING = "working"
+    EPISODIC = "episodic"
+    SEMANTIC = "semantic"
+    PROCEDURAL = "procedural"
+
+
+class Privacy(str, enum.Enum):
+    PRIVATE = "private"
+    """Visible only to its own user."""
+    TEAM = "team"
+    """Visible to everyone in the same project."""
+    PUBLIC = "public"
+    """Visible to everyone in the store."""
+
+
+class LinkType(str, enum.Enum):
+    CAUSE_OF = "cause_of"
+    DERIVED_FROM = "derived_from"
+    DUPLICATES = "duplicates"
+    CONTRADICTS = "contradicts"
+
+
+class FeedbackKind(str, enum.Enum):
+    USED = "used"
+    EDITED = "edited"
+    NEGLECTED = "neglected"
+    HELPFUL = "helpful"
+    NOT_HELPFUL = "not_helpful"
+
+
+def parse_enum(kind: type[enum.Enum], value: object, what: str) -> Any:
+    """Turn a string (or an enum member) into ``kind``, naming the allowed values on failure."""
+    if isinstance(value, kind):
+        return value
+    try:
+        return kind(value)
+    except ValueError:
+        allowed = ", ".join(repr(m.value) for m in kind)
+        raise InvalidInput(f"unknown {what} {value!r}; expected one of {allowed}") from None
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def as_utc(value: datetime, what: str = "timestamp") -> datetime:
+    """Naive datetimes are taken as UTC; aware ones are converted to it."""
+    if not isinstance(value, datetime):
+        raise InvalidInput(f"{what} must be a datetime, got {type(value).__name__}")
+    if value.tzinfo is None:
+        return value.replace(tzinfo=timezone.utc)
+    return value.astimezone(timezone.utc)
+
+
+def check_text(value: object, what: str, *, max_chars: int = MAX_CONTENT_CHARS) -> str:
+    """Validate free text: a non-blank ``str`` of valid Unicode within ``max_chars``."""
+    if not isinstance(value, str):
+        raise InvalidContent(f"{what} must be a string, got {type(value).__name__}")
+    if not value.strip():
+        raise InvalidContent(f"{what} is empty or only whitespace")
+    if len(value) > max_chars:
+        raise InvalidContent(f"{what} is {len(value)} characters; the maximum is {max_chars}")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as err:
+        raise InvalidContent(
+            f"{what} holds a lone surrogate at position {err.start}; it is not valid Unicode"
+        ) from err
+    return value
+
+
+def check_scope_value(value: object, what: str) -> str | None:
+    """A scope or filter value must be a plain string: never a dict, so it can't smuggle an operator."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise InvalidScope(f"{what} must be a string, got {type(value).__name__}: {value!r}")
+    if not value or not value.strip():
+        raise InvalidScope(f"{what} is empty; leave it out instead")
+    if len(value) > MAX_SCOPE_CHARS:
+        raise InvalidScope(f"{what} is longer than {MAX_SCOPE_CHARS} characters")
+    if any(unicodedata.category(ch) in ("Cc", "Cs") for ch in value):
+        raise InvalidScope(f"{what} holds a control character or lone surrogate: {value!r}")
+    return value
+
+
+def check_tags(tags: Iterable[object] | None) -> tuple[str, ...]:
+    if tags is None:
+        return ()
+    if isinstance(tags, str):
+        raise InvalidInput("tags must be a list of strings, not one string")
+    result: list[str] = []
+    for tag in tags:
+        if not isinstance(tag, str) or not tag.strip():
+            raise InvalidInput(f"every tag must be a non-empty string, got {tag!r}")
+        if len(tag) > MAX_TAG_CHARS:
+            raise InvalidInput(f"tag {tag[:20]!r}… is longer than {MAX_TAG_CHARS} characters")
+        check_text(tag, "a tag", max_chars=MAX_TAG_CHARS)
+        if tag not in result:
+            result.append(tag)
+    if len(result) > MAX_TAGS:
+        raise InvalidInput(f"{len(result)} tags given; at most {MAX_TAGS} are allowed")
+    return tuple(result)
+
+
+def check_importance(value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InvalidInput(f"importance must be a number from 0 to 1, got {value!r}")
+    if math.isnan(value) or not 0.0 <= value <= 1.0:
+        raise InvalidInput(f"importance must be from 0 to 1, got {value!r}")
+    return float(value)
+
+
+def check_json(value: object, what: str) -> Any:
+    """Payloads must survive a JSON round trip unchanged (so exports are lossless)."""
+    try:
+        text = json.dumps(value, ensure_ascii=False, allow_nan=False)
+        text.encode("utf-8")
+    except (TypeError, ValueError) as err:
+        raise InvalidInput(f"{what} must be JSON-serialisable: {err}") from err
+    return json.loads(text)
+
+
+@dataclass(frozen=True)
+class Scope:
+    """Who a memory belongs to, and who is asking.
+
+    ``user_id`` and ``project_id`` decide visibility (see ``Privacy``); ``agent_id`` and
+    ``session_id`` record where a memory came from.
+    """
+
+    user_id: str | None = None
+    agent_id: str | None = None
+    project_id: str | None = None
+    session_id: str | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("user_id", "agent_id", "project_id", "session_id"):
+            check_scope_value(getattr(self, name), name)
+
+    def with_session(self, session_id: str | None) -> Scope:
+        return dataclasses.replace(self, session_id=session_id)
+
+    def as_dict(self) -> dict[str, str | None]:
+        return dataclasses.asdict(self)
+
+
+def normalise_content(content: str) -> str:
+    return unicodedata.normalize("NFC", content).strip()
+
+
+def content_key(content: str, scope: Scope) -> str:
+    """The deduplication key: identical content in the same scope gives the same id."""
+    parts = [scope.user_id, scope.agent_id, scope.project_id, scope.session_id]
+    raw = "\x1f".join(p or "" for p in parts) + "\x1e" + normalise_content(content)
+    return hashlib.sha256(raw.encode("utf-8")).hexdigest()[:32]
+
+
+@dataclass(frozen=True)
+class MemoryItem:
+    """One memory. Build new ones through ``Memento.remember``; this class is what you get back."""
+
+    id: str
+    content: str
+    type: MemoryType = MemoryType.EPISODIC
+    title: str | None = None
+    data: Mapping[str, Any] | None = None
+    source: str = "chat"
+    scope: Scope = field(default_factory=Scope)
+    privacy: Privacy = Privacy.PRIVATE
+    importance: float = 0.5
+    pinned: bool = False
+    tags: tuple[str, ...] = ()
+    hotwords: tuple[str, ...] = ()
+    created_at: datetime = field(default_factory=utcnow)
+    last_accessed_at: datetime | None = None
+    expires_at: datetime | None = None
+    access_count: int = 0
+    feedback: Mapping[str, int] = field(default_factory=dict)
+    origin_trace: Any = None
+    deleted_at: datetime | None = None
+
+    @property
+    def user_id(self) -> str | None:
+        return self.scope.user_id
+
+    @property
+    def is_deleted(self) -> bool:
+        return self.deleted_at is not None
+
+
+@dataclass(frozen=True)
+class Link:
+    source_id: str
+    type: LinkType
+    target_id: str
+    created_at: datetime = field(default_factory=utcnow)
+    note: str | None = None
+
+
+@dataclass(frozen=True)
+class FeedbackEvent:
+    memory_id: str
+    kind: FeedbackKind
+    score: float = 1.0
+    at: datetime = field(default_factory=utcnow)
+    note: str | None = None
+
+
+def sequence_of(value: object, what: str) -> Sequence[Any]:
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
+        raise InvalidInput(f"{what} must be a list, got {type(value).__name__}")
+    return value

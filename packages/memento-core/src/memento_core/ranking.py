@@ -1,0 +1,200 @@
+"""Scoring recall candidates: S = α·relevance + β·recency + γ·importance + δ·usage − ε·duplication."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from memento_core.errors import InvalidInput
+from memento_core.model import MemoryItem, MemoryType
+
+# How fast recency fades, as a half-life per memory type: a chat turn is stale in a day,
+# an episode in a month, a fact or a procedure lasts.
+DEFAULT_HALF_LIFE_DAYS: Mapping[MemoryType, float] = {
+    MemoryType.WORKING: 1.0,
+    MemoryType.EPISODIC: 30.0,
+    MemoryType.SEMANTIC: 180.0,
+    MemoryType.PROCEDURAL: 365.0,
+}
+
+
+@dataclass(frozen=True)
+class RankingWeights:
+    """The weights of the score and of relevance's two halves. Defaults follow the design."""
+
+    relevance: float = 0.5
+    recency: float = 0.2
+    importance: float = 0.2
+    usage: float = 0.1
+    duplication: float = 0.5
+    dense_share: float = 0.5
+    """Share of relevance from embedding similarity; the rest comes from BM25."""
+    duplicate_threshold: float = 0.9
+    """Cosine similarity above which a result counts as a near-duplicate of a higher one."""
+    usage_saturation: int = 50
+    """Uses at which the usage signal reaches 1 (it grows with the log of the count)."""
+    half_life_days: Mapping[MemoryType, float] = field(
+        default_factory=lambda: dict(DEFAULT_HALF_LIFE_DAYS)
+    )
+
+    def __post_init__(self) -> None:
+        for name in ("relevance", "recency", "importance", "usage", "duplication"):
+            value = getattr(self, name)
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, (int, float))
+                or not (math.isfinite(value) and value >= 0)
+            ):
+                raise InvalidInput(f"ranking weight {name} must be a number ≥ 0, got {value!r}")
+        for name in ("dense_share", "duplicate_threshold"):
+            value = getattr(self, name)
+            if not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
+                raise InvalidInput(f"{name} must be from 0 to 1, got {value!r}")
+        if any(days <= 0 for days in self.half_life_days.values()):
+            raise InvalidInput("every half-life must be a positive number of days")
+
+    def replace(self, **changes: Any) -> RankingWeights:
+        unknown = set(changes) - {f.name for f in dataclasses.fields(self)}
+        if unknown:
+            raise InvalidInput(f"unknown ranking weight(s): {', '.join(sorted(unknown))}")
+        return dataclasses.replace(self, **changes)
+
+
+@dataclass(frozen=True)
+class Reason:
+    """Why a memory came back: each weighted component of its score and the matched words."""
+
+    relevance: float
+    dense: float
+    keyword: float
+    recency: float
+    importance: float
+    usage: float
+    duplication: float
+    matched_terms: tuple[str, ...]
+    weights: RankingWeights = field(repr=False)
+    notes: tuple[str, ...] = ()
+
+    def __str__(self) -> str:
+        w = self.weights
+        parts = [
+            f"relevance {w.relevance:g}×{self.relevance:.3f} "
+            f"(dense {self.dense:.3f}, keyword {self.keyword:.3f})",
+            f"recency {w.recency:g}×{self.recency:.3f}",
+            f"importance {w.importance:g}×{self.importance:.3f}",
+            f"usage {w.usage:g}×{self.usage:.3f}",
+        ]
+        if self.duplication:
+            parts.append(f"duplication −{w.duplication:g}×{self.duplication:.3f}")
+        if self.matched_terms:
+            parts.append("matched: " + ", ".join(self.matched_terms))
+        parts.extend(self.notes)
+        return "; ".join(parts)
+
+
+@dataclass(frozen=True)
+class Recalled:
+    """One recall result."""
+
+    item: MemoryItem
+    score: float
+    reason: Reason
+
+
+@dataclass
+class Candidate:
+    item: MemoryItem
+    dense: float
+    keyword: float
+    vector: Any
+
+
+def recency(item: MemoryItem, now: datetime, weights: RankingWeights) -> float:
+    half_life = weights.half_life_days.get(item.type, 30.0)
+    age_days = max(0.0, (now - item.created_at).total_seconds() / 86_400)
+    return math.exp(-math.log(2) * age_days / half_life)
+
+
+def usage(item: MemoryItem, weights: RankingWeights) -> float:
+    fb = item.feedback
+    uses = (
+        item.access_count
+        + fb.get("used", 0)
+        + fb.get("edited", 0)
+        + 2 * fb.get("helpful", 0)
+        - 2 * fb.get("not_helpful", 0)
+        - fb.get("neglected", 0)
+    )
+    return min(1.0, math.log1p(max(0, uses)) / math.log1p(weights.usage_saturation))
+
+
+def rank(
+    candidates: Sequence[Candidate],
+    *,
+    limit: int,
+    now: datetime,
+    weights: RankingWeights,
+    matched: Mapping[str, tuple[str, ...]],
+) -> list[Recalled]:
+    """Score every candidate, then pick the top ``limit`` greedily with the duplication penalty.
+
+    Keyword scores are divided by the best one among the candidates, so both halves of
+    relevance lie in 0..1 whatever the corpus.
+    """
+    import numpy as np
+
+    if not candidates or limit <= 0:
+        return []
+    best_keyword = max(c.keyword for c in candidates) or 1.0
+    base: list[tuple[float, Reason]] = []
+    for c in candidates:
+        dense = min(1.0, max(0.0, c.dense))
+        keyword = c.keyword / best_keyword
+        relevance = weights.dense_share * dense + (1 - weights.dense_share) * keyword
+        reason = Reason(
+            relevance=relevance,
+            dense=dense,
+            keyword=keyword,
+            recency=recency(c.item, now, weights),
+            importance=c.item.importance,
+            usage=usage(c.item, weights),
+            duplication=0.0,
+            matched_terms=matched.get(c.item.id, ()),
+            weights=weights,
+        )
+        score = (
+            weights.relevance * relevance
+            + weights.recency * reason.recency
+            + weights.importance * reason.importance
+            + weights.usage * reason.usage
+        )
+        base.append((score, reason))
+
+    vectors = np.stack([np.asarray(c.vector, dtype=np.float32) for c in candidates])
+    remaining = sorted(range(len(candidates)), key=lambda i: (-base[i][0], candidates[i].item.id))
+    chosen: list[int] = []
+    results: list[Recalled] = []
+    threshold = weights.duplicate_threshold
+    while remaining and len(results) < limit:
+        best_index, best_score, best_dup = remaining[0], -math.inf, 0.0
+        # A candidate's penalty can only grow as more are chosen, so scanning in base order
+        # can stop once no later candidate could win even with no penalty.
+        for i in remaining:
+            if base[i][0] <= best_score:
+                break
+            duplication = 0.0
+            if chosen and weights.duplication:
+                similarity = float(np.max(vectors[chosen] @ vectors[i]))
+                duplication = max(0.0, (similarity - threshold) / (1.0 - threshold or 1.0))
+            score = base[i][0] - weights.duplication * duplication
+            if score > best_score:
+                best_index, best_score, best_dup = i, score, duplication
+        remaining.remove(best_index)
+        chosen.append(best_index)
+        reason = dataclasses.replace(base[best_index][1], duplication=best_dup)
+        results.append(Recalled(candidates[best_index].item, best_score, reason))
+    return results

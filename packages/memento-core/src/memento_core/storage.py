@@ -1,0 +1,301 @@
+"""Chroma as the system of record: opening a store, its collections, and record conversion.
+
+One store is four collections sharing a prefix: ``<prefix>_items`` (memories with their
+vectors, cosine space), ``<prefix>_links``, ``<prefix>_events`` (feedback) and ``<prefix>_meta``
+(what built the store). Side collections hold no real vectors; Chroma requires one, so they
+carry a constant one-dimensional placeholder. Memento always passes vectors: Chroma's default
+embedding function would download a model.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+from memento_core.errors import (
+    EmbedderMismatch,
+    InvalidInput,
+    NotAMementoStore,
+    StoreError,
+    StoreUnavailable,
+)
+from memento_core.model import (
+    FeedbackEvent,
+    FeedbackKind,
+    Link,
+    LinkType,
+    MemoryItem,
+    MemoryType,
+    Privacy,
+    Scope,
+)
+
+SCHEMA_VERSION = 1
+NEVER = 2**62
+"""``expires_at`` of a memory that never expires (microseconds; far beyond any real date)."""
+PLACEHOLDER_VECTOR = [1.0]
+PAGE = 2_000
+EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+FEEDBACK_KEYS = tuple(f"fb_{kind.value}" for kind in FeedbackKind)
+
+
+def to_micros(value: datetime | None) -> int:
+    """Exact integer microseconds since the epoch (floats would lose the last digits)."""
+    if value is None:
+        return 0
+    return (value - EPOCH) // timedelta(microseconds=1)
+
+
+def from_micros(value: int) -> datetime | None:
+    if not value or value >= NEVER:
+        return None
+    return EPOCH + timedelta(microseconds=int(value))
+
+
+def item_metadata(item: MemoryItem, text_hash: str) -> dict[str, Any]:
+    """Flat, filterable fields; the rest travels as one JSON string under ``doc``."""
+    meta: dict[str, Any] = {
+        "type": item.type.value,
+        "user_id": item.scope.user_id or "",
+        "agent_id": item.scope.agent_id or "",
+        "project_id": item.scope.project_id or "",
+        "session_id": item.scope.session_id or "",
+        "privacy": item.privacy.value,
+        "importance": item.importance,
+        "pinned": item.pinned,
+        "created_at": to_micros(item.created_at),
+        "last_accessed_at": to_micros(item.last_accessed_at),
+        "expires_at": to_micros(item.expires_at) if item.expires_at else NEVER,
+        "deleted_at": to_micros(item.deleted_at),
+        "access_count": item.access_count,
+        "text_hash": text_hash,
+        "has_hotwords": bool(item.hotwords),
+        "doc": json.dumps(
+            {
+                "title": item.title,
+                "data": item.data,
+                "source": item.source,
+                "tags": list(item.tags),
+                "hotwords": list(item.hotwords),
+                "origin_trace": item.origin_trace,
+            },
+            ensure_ascii=False,
+            sort_keys=True,
+        ),
+    }
+    for key in FEEDBACK_KEYS:
+        meta[key] = int(item.feedback.get(key[3:], 0))
+    if item.tags:
+        meta["tags"] = list(item.tags)
+    return meta
+
+
+def item_from_record(memory_id: str, content: str, meta: Mapping[str, Any]) -> MemoryItem:
+    doc = json.loads(meta["doc"])
+    return MemoryItem(
+        id=memory_id,
+        content=content,
+        type=MemoryType(meta["type"]),
+        title=doc["title"],
+        data=doc["data"],
+        source=doc["source"],
+        scope=Scope(
+            user_id=meta["user_id"] or None,
+            agent_id=meta["agent_id"] or None,
+            project_id=meta["project_id"] or None,
+            session_id=meta["session_id"] or None,
+        ),
+        privacy=Privacy(meta["privacy"]),
+        importance=float(meta["importance"]),
+        pinned=bool(meta["pinned"]),
+        tags=tuple(doc["tags"]),
+        hotwords=tuple(doc["hotwords"]),
+        created_at=from_micros(meta["created_at"]) or EPOCH,
+        last_accessed_at=from_micros(meta["last_accessed_at"]),
+        expires_at=from_micros(meta["expires_at"]),
+        access_count=int(meta["access_count"]),
+        feedback={k[3:]: int(meta[k]) for k in FEEDBACK_KEYS if meta.get(k)},
+        origin_trace=doc["origin_trace"],
+        deleted_at=from_micros(meta["deleted_at"]),
+    )
+
+
+def link_id(link: Link) -> str:
+    return f"{link.source_id}:{link.type.value}:{link.target_id}"
+
+
+def link_from_record(meta: Mapping[str, Any], note: str) -> Link:
+    return Link(
+        source_id=meta["source_id"],
+        type=LinkType(meta["type"]),
+        target_id=meta["target_id"],
+        created_at=from_micros(meta["created_at"]) or EPOCH,
+        note=note or None,
+    )
+
+
+def event_from_record(meta: Mapping[str, Any], note: str) -> FeedbackEvent:
+    return FeedbackEvent(
+        memory_id=meta["memory_id"],
+        kind=FeedbackKind(meta["kind"]),
+        score=float(meta["score"]),
+        at=from_micros(meta["at"]) or EPOCH,
+        note=note or None,
+    )
+
+
+@dataclass(frozen=True)
+class StoreInfo:
+    embedder: str
+    dimension: int
+    schema_version: int
+    location: str
+
+
+class ChromaStore:
+    """The collections of one Memento store, embedded (a directory) or on a Chroma server."""
+
+    def __init__(self, client: Any, *, prefix: str, location: str) -> None:
+        self.client = client
+        self.prefix = prefix
+        self.location = location
+        self.lock = threading.RLock()
+        self.items: Any = None
+        self.links: Any = None
+        self.events: Any = None
+        self.meta: Any = None
+
+    @classmethod
+    def open_embedded(cls, path: str | os.PathLike[str], *, prefix: str) -> ChromaStore:
+        directory = Path(path).expanduser()
+        if directory.exists() and not directory.is_dir():
+            raise NotAMementoStore(f"{directory} is a file, not a Memento store directory")
+        if directory.is_dir() and any(directory.iterdir()):
+            if not (directory / "chroma.sqlite3").is_file():
+                raise NotAMementoStore(
+                    f"{directory} is not empty and holds no Memento store; "
+                    "choose an empty or new directory"
+                )
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise StoreUnavailable(f"cannot create the store directory {directory}: {err}") from err
+        if not os.access(directory, os.W_OK):
+            raise StoreUnavailable(f"the store directory {directory} is not writable")
+        chromadb = _import_chromadb()
+        try:
+            client = chromadb.PersistentClient(
+                path=str(directory), settings=chromadb.Settings(anonymized_telemetry=False)
+            )
+        except Exception as err:  # Chroma raises assorted types for a corrupt or alien file
+            raise NotAMementoStore(
+                f"{directory} cannot be opened as a Chroma store: {err}"
+            ) from err
+        return cls(client, prefix=prefix, location=str(directory))
+
+    @classmethod
+    def open_server(cls, url: str, *, prefix: str) -> ChromaStore:
+        parsed = urlparse(url if "://" in url else f"http://{url}")
+        if parsed.scheme not in ("http", "https") or not parsed.hostname:
+            raise InvalidInput(f"a server URL looks like http://127.0.0.1:8000, got {url!r}")
+        chromadb = _import_chromadb()
+        try:
+            client = chromadb.HttpClient(
+                host=parsed.hostname,
+                port=parsed.port or (443 if parsed.scheme == "https" else 8000),
+                ssl=parsed.scheme == "https",
+                settings=chromadb.Settings(anonymized_telemetry=False),
+            )
+            client.heartbeat()
+        except Exception as err:
+            raise StoreUnavailable(f"no Chroma server answers at {url}: {err}") from err
+        return cls(client, prefix=prefix, location=url)
+
+    def attach(self, embedder_name: str, dimension: int) -> StoreInfo:
+        """Create or check the collections; refuse a store built by another embedder."""
+        names = {c if isinstance(c, str) else c.name for c in self.client.list_collections()}
+        meta_name = f"{self.prefix}_meta"
+        if meta_name not in names and names and self.location and "://" not in self.location:
+            raise NotAMementoStore(
+                f"{self.location} holds Chroma collections ({', '.join(sorted(names)[:5])}) "
+                "but no Memento store"
+            )
+        self.meta = self._side_collection("meta")
+        record = self.meta.get(ids=["store"], include=["metadatas"])
+        if record["ids"]:
+            info = record["metadatas"][0]
+            if info["embedder"] != embedder_name or int(info["dimension"]) != dimension:
+                raise EmbedderMismatch(
+                    stored=info["embedder"],
+                    stored_dimension=int(info["dimension"]),
+                    given=embedder_name,
+                    given_dimension=dimension,
+                )
+            schema = int(info["schema_version"])
+        else:
+            schema = SCHEMA_VERSION
+            self.meta.upsert(
+                ids=["store"],
+                embeddings=[PLACEHOLDER_VECTOR],
+                documents=["memento store"],
+                metadatas=[
+                    {"embedder": embedder_name, "dimension": dimension, "schema_version": schema}
+                ],
+            )
+        self.items = self.client.get_or_create_collection(
+            f"{self.prefix}_items",
+            configuration={"hnsw": {"space": "cosine"}},
+            embedding_function=None,
+        )
+        self.links = self._side_collection("links")
+        self.events = self._side_collection("events")
+        return StoreInfo(embedder_name, dimension, schema, self.location)
+
+    def side_collection(self, name: str) -> Any:
+        """A collection for records without real vectors (links, events, chat messages)."""
+        return self._side_collection(name)
+
+    def _side_collection(self, name: str) -> Any:
+        return self.client.get_or_create_collection(
+            f"{self.prefix}_{name}", embedding_function=None
+        )
+
+    def iter_records(
+        self, collection: Any, *, where: Mapping[str, Any] | None = None, include: Sequence[str]
+    ) -> Iterator[tuple[str, Mapping[str, Any], str | None, Any]]:
+        """Every (id, metadata, document, embedding) in pages, so memory stays flat."""
+        offset = 0
+        while True:
+            page = collection.get(
+                where=dict(where) if where else None,
+                include=list(include),
+                limit=PAGE,
+                offset=offset,
+            )
+            ids = page["ids"]
+            for n, record_id in enumerate(ids):
+                yield (
+                    record_id,
+                    page["metadatas"][n] if page.get("metadatas") is not None else {},
+                    page["documents"][n] if page.get("documents") is not None else None,
+                    page["embeddings"][n] if page.get("embeddings") is not None else None,
+                )
+            if len(ids) < PAGE:
+                return
+            offset += PAGE
+
+
+def _import_chromadb() -> Any:
+    os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+    try:
+        import chromadb
+    except ImportError as err:  # pragma: no cover - chromadb is a hard dependency
+        raise StoreError("chromadb is not installed: pip install chromadb") from err
+    return chromadb

@@ -1,0 +1,289 @@
+"""Export (NDJSON, Markdown, CSV) and NDJSON import.
+
+NDJSON is the lossless format: one JSON object a line, ``"kind"`` saying which record it is
+(``memory``, ``link``, ``feedback``), keys sorted, records in a fixed order. Exporting,
+importing into an empty store and exporting again gives the same bytes. Vectors are not
+exported; the importing store embeds the content with its own model.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Callable, Iterable, Iterator
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from memento_core.errors import InvalidImport, InvalidInput, MementoError
+from memento_core.model import (
+    FeedbackEvent,
+    FeedbackKind,
+    Link,
+    LinkType,
+    MemoryItem,
+    MemoryType,
+    Privacy,
+    Scope,
+    as_utc,
+    check_importance,
+    check_json,
+    check_tags,
+    check_text,
+    parse_enum,
+)
+
+if TYPE_CHECKING:
+    from memento_core.memento import Memento
+
+FORMATS = ("ndjson", "markdown", "csv")
+CSV_COLUMNS = (
+    "id", "type", "content", "title", "user_id", "agent_id", "project_id", "session_id",
+    "privacy", "importance", "pinned", "tags", "created_at", "deleted_at",
+)  # fmt: skip
+
+
+def _time(value: datetime | None) -> str | None:
+    return value.isoformat() if value else None
+
+
+def memory_record(item: MemoryItem) -> dict[str, Any]:
+    return {
+        "kind": "memory",
+        "id": item.id,
+        "type": item.type.value,
+        "content": item.content,
+        "title": item.title,
+        "data": item.data,
+        "source": item.source,
+        "scope": item.scope.as_dict(),
+        "privacy": item.privacy.value,
+        "importance": item.importance,
+        "pinned": item.pinned,
+        "tags": list(item.tags),
+        "hotwords": list(item.hotwords),
+        "created_at": _time(item.created_at),
+        "last_accessed_at": _time(item.last_accessed_at),
+        "expires_at": _time(item.expires_at),
+        "deleted_at": _time(item.deleted_at),
+        "access_count": item.access_count,
+        "feedback": dict(sorted(item.feedback.items())),
+        "origin_trace": item.origin_trace,
+    }
+
+
+def link_record(link: Link) -> dict[str, Any]:
+    return {
+        "kind": "link",
+        "source_id": link.source_id,
+        "type": link.type.value,
+        "target_id": link.target_id,
+        "created_at": _time(link.created_at),
+        "note": link.note,
+    }
+
+
+def feedback_record(event: FeedbackEvent) -> dict[str, Any]:
+    return {
+        "kind": "feedback",
+        "memory_id": event.memory_id,
+        "feedback": event.kind.value,
+        "score": event.score,
+        "at": _time(event.at),
+        "note": event.note,
+    }
+
+
+def _line(record: dict[str, Any]) -> str:
+    return json.dumps(record, ensure_ascii=False, sort_keys=True, separators=(",", ":")) + "\n"
+
+
+def export_lines(memento: Memento, fmt: str = "ndjson") -> Iterator[str]:
+    """The whole store in ``fmt`` (``ndjson``, ``markdown`` or ``csv``), line by line."""
+    if fmt not in FORMATS:
+        raise InvalidInput(f"unknown export format {fmt!r}; expected one of {', '.join(FORMATS)}")
+    items = memento.items(include_deleted=True)
+    if fmt == "ndjson":
+        yield from (_line(memory_record(i)) for i in items)
+        yield from (_line(link_record(link)) for link in memento.all_links())
+        yield from (_line(feedback_record(e)) for e in memento.all_feedback())
+    elif fmt == "markdown":
+        yield from _markdown(items)
+    else:
+        yield from _csv(items)
+
+
+def _markdown(items: Iterable[MemoryItem]) -> Iterator[str]:
+    yield "# Memento export\n"
+    for item in items:
+        if item.deleted_at:
+            continue
+        heading = item.title or item.content.splitlines()[0][:80]
+        yield f"\n## {heading}\n\n"
+        facts = [item.type.value, item.privacy.value, f"importance {item.importance:g}"]
+        if item.scope.user_id:
+            facts.append(f"user {item.scope.user_id}")
+        if item.tags:
+            facts.append("tags " + ", ".join(item.tags))
+        yield f"*{' · '.join(facts)} · {item.created_at:%Y-%m-%d %H:%M} UTC · `{item.id}`*\n\n"
+        yield item.content.rstrip() + "\n"
+
+
+def _csv(items: Iterable[MemoryItem]) -> Iterator[str]:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerow(CSV_COLUMNS)
+    for item in items:
+        writer.writerow(
+            [item.id, item.type.value, item.content, item.title or "", item.scope.user_id or "",
+             item.scope.agent_id or "", item.scope.project_id or "", item.scope.session_id or "",
+             item.privacy.value, item.importance, item.pinned, ";".join(item.tags),
+             _time(item.created_at), _time(item.deleted_at) or ""]
+        )  # fmt: skip
+        yield buffer.getvalue()
+        buffer.seek(0)
+        buffer.truncate()
+    if buffer.getvalue():
+        yield buffer.getvalue()
+
+
+def _parse_time(value: Any, what: str) -> datetime | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise InvalidInput(f"{what} must be an ISO 8601 string")
+    try:
+        return as_utc(datetime.fromisoformat(value), what)
+    except ValueError as err:
+        raise InvalidInput(f"{what} is not an ISO 8601 time: {value!r}") from err
+
+
+def parse_memory(record: dict[str, Any]) -> MemoryItem:
+    scope = record.get("scope") or {}
+    if not isinstance(scope, dict):
+        raise InvalidInput("scope must be an object")
+    feedback = record.get("feedback") or {}
+    if not isinstance(feedback, dict) or not all(
+        k in {f.value for f in FeedbackKind} and isinstance(v, int) and v >= 0
+        for k, v in feedback.items()
+    ):
+        raise InvalidInput("feedback must map feedback kinds to counts")
+    access_count = record.get("access_count", 0)
+    if isinstance(access_count, bool) or not isinstance(access_count, int) or access_count < 0:
+        raise InvalidInput("access_count must be a whole number ≥ 0")
+    memory_id = record.get("id")
+    if not isinstance(memory_id, str) or not memory_id or len(memory_id) > 256:
+        raise InvalidInput("id must be a non-empty string")
+    data = record.get("data")
+    if data is not None and not isinstance(data, dict):
+        raise InvalidInput("data must be an object or null")
+    return MemoryItem(
+        id=memory_id,
+        content=check_text(record.get("content"), "content"),
+        type=parse_enum(MemoryType, record.get("type"), "memory type"),
+        title=check_text(record["title"], "title") if record.get("title") is not None else None,
+        data=data,
+        source=str(record.get("source") or "import"),
+        scope=Scope(
+            **{k: scope.get(k) for k in ("user_id", "agent_id", "project_id", "session_id")}
+        ),
+        privacy=parse_enum(Privacy, record.get("privacy"), "privacy"),
+        importance=check_importance(record.get("importance")),
+        pinned=bool(record.get("pinned", False)),
+        tags=check_tags(record.get("tags") or ()),
+        hotwords=check_tags(record.get("hotwords") or ()),
+        created_at=_parse_time(record.get("created_at"), "created_at") or _missing("created_at"),
+        last_accessed_at=_parse_time(record.get("last_accessed_at"), "last_accessed_at"),
+        expires_at=_parse_time(record.get("expires_at"), "expires_at"),
+        deleted_at=_parse_time(record.get("deleted_at"), "deleted_at"),
+        access_count=access_count,
+        feedback=feedback,
+        origin_trace=check_json(record.get("origin_trace"), "origin_trace"),
+    )
+
+
+def _missing(field: str) -> datetime:
+    raise InvalidInput(f"{field} is required")
+
+
+def parse_link(record: dict[str, Any]) -> Link:
+    ends = (record.get("source_id"), record.get("target_id"))
+    if not all(isinstance(end, str) and end for end in ends):
+        raise InvalidInput("a link needs source_id and target_id strings")
+    return Link(
+        source_id=str(ends[0]),
+        type=parse_enum(LinkType, record.get("type"), "link type"),
+        target_id=str(ends[1]),
+        created_at=_parse_time(record.get("created_at"), "created_at") or _missing("created_at"),
+        note=record.get("note"),
+    )
+
+
+def parse_feedback(record: dict[str, Any]) -> FeedbackEvent:
+    score = record.get("score", 1.0)
+    if isinstance(score, bool) or not isinstance(score, (int, float)):
+        raise InvalidInput("score must be a number")
+    memory_id = record.get("memory_id")
+    if not isinstance(memory_id, str) or not memory_id:
+        raise InvalidInput("memory_id must be a non-empty string")
+    return FeedbackEvent(
+        memory_id=memory_id,
+        kind=parse_enum(FeedbackKind, record.get("feedback"), "feedback kind"),
+        score=float(score),
+        at=_parse_time(record.get("at"), "at") or _missing("at"),
+        note=record.get("note"),
+    )
+
+
+PARSERS: dict[str, Callable[[dict[str, Any]], Any]] = {
+    "memory": parse_memory,
+    "link": parse_link,
+    "feedback": parse_feedback,
+}
+
+
+def import_ndjson(
+    memento: Memento,
+    lines: Iterable[str],
+    *,
+    on_progress: Callable[[int], None] | None = None,
+) -> dict[str, int]:
+    """Load an NDJSON export. Every line is checked before anything is written.
+
+    Memories already in the store (same id) are left as they are. Links and feedback must
+    name memories in the file or in the store. Returns counts per record kind.
+    """
+    items: list[MemoryItem] = []
+    links: list[Link] = []
+    events: list[FeedbackEvent] = []
+    for number, raw in enumerate(lines, start=1):
+        if not raw.strip():
+            continue
+        try:
+            record = json.loads(raw)
+            if not isinstance(record, dict):
+                raise InvalidInput("a line must hold a JSON object")
+            parser = PARSERS.get(record.get("kind", ""))
+            if parser is None:
+                raise InvalidInput(f"unknown record kind {record.get('kind')!r}")
+            parsed = parser(record)
+        except (ValueError, TypeError, MementoError) as err:
+            raise InvalidImport(str(err), line=number) from err
+        if isinstance(parsed, MemoryItem):
+            items.append(parsed)
+        elif isinstance(parsed, Link):
+            links.append(parsed)
+        else:
+            events.append(parsed)
+    known = {i.id for i in items}
+    needed = {link.source_id for link in links} | {link.target_id for link in links}
+    needed |= {e.memory_id for e in events}
+    for memory_id in sorted(needed - known):
+        try:
+            memento.get(memory_id, include_deleted=True)
+        except MementoError as err:
+            raise InvalidImport(
+                f"a link or feedback names unknown memory {memory_id!r}", line=0
+            ) from err
+    memento._restore_records(items, links, events, on_progress=on_progress)
+    return {"memories": len(items), "links": len(links), "feedback": len(events)}
