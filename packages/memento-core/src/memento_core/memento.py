@@ -332,13 +332,16 @@ class Memento:
         limit: int = 10,
         filter: RecallFilter | Mapping[str, Any] | None = None,
         weights: RankingWeights | Mapping[str, Any] | None = None,
+        min_relevance: float = 0.0,
         now: datetime | None = None,
     ) -> list[Recalled]:
         """The ``limit`` best memories for ``query`` that ``scope`` may see, best first.
 
         Candidates come from the vector index and from BM25 keyword search; each is scored
         ``α·relevance + β·recency + γ·importance + δ·usage − ε·duplication`` (see
-        ``RankingWeights``), and ``reason`` on each result shows the parts.
+        ``RankingWeights``), and ``reason`` on each result shows the parts. Candidates whose
+        relevance is below ``min_relevance`` (0..1) are dropped, so weak matches don't fill the
+        list.
         """
         check_text(query, "query")
         if (
@@ -349,6 +352,12 @@ class Memento:
             raise InvalidInput(
                 f"limit must be a whole number from 1 to {MAX_RECALL_LIMIT}, got {limit!r}"
             )
+        if (
+            isinstance(min_relevance, bool)
+            or not isinstance(min_relevance, (int, float))
+            or not (0.0 <= min_relevance <= 1.0)
+        ):
+            raise InvalidInput(f"min_relevance must be from 0 to 1, got {min_relevance!r}")
         viewer = scope or Scope()
         recall_filter = filter if isinstance(filter, RecallFilter) else RecallFilter.build(filter)
         if weights is None:
@@ -400,7 +409,12 @@ class Memento:
 
         matched = {i: tuple(matched_terms(query, c.item.content)) for i, c in candidates.items()}
         results = rank(
-            list(candidates.values()), limit=limit, now=moment, weights=chosen, matched=matched
+            list(candidates.values()),
+            limit=limit,
+            now=moment,
+            weights=chosen,
+            matched=matched,
+            min_relevance=min_relevance,
         )
         if self.track_usage and results:
             self._count_use([r.item for r in results], moment)

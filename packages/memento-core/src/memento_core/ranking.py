@@ -139,6 +139,7 @@ def rank(
     now: datetime,
     weights: RankingWeights,
     matched: Mapping[str, tuple[str, ...]],
+    min_relevance: float = 0.0,
 ) -> list[Recalled]:
     """Score every candidate, then pick the top ``limit`` greedily with the duplication penalty.
 
@@ -151,6 +152,7 @@ def rank(
         return []
     best_keyword = max(c.keyword for c in candidates) or 1.0
     base: list[tuple[float, Reason]] = []
+    kept: list[Candidate] = []
     for c in candidates:
         dense = min(1.0, max(0.0, c.dense))
         keyword = c.keyword / best_keyword
@@ -166,6 +168,8 @@ def rank(
             matched_terms=matched.get(c.item.id, ()),
             weights=weights,
         )
+        if relevance < min_relevance:
+            continue
         score = (
             weights.relevance * relevance
             + weights.recency * reason.recency
@@ -173,6 +177,10 @@ def rank(
             + weights.usage * reason.usage
         )
         base.append((score, reason))
+        kept.append(c)
+    candidates = kept
+    if not candidates:
+        return []
 
     vectors = np.stack([np.asarray(c.vector, dtype=np.float32) for c in candidates])
     remaining = sorted(range(len(candidates)), key=lambda i: (-base[i][0], candidates[i].item.id))

@@ -1,0 +1,272 @@
+"""The ``memento`` command line. User mistakes print one line and exit 2, never a traceback."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from memento_core.errors import MementoError
+from memento_core.memento import Memento
+from memento_core.model import FeedbackKind, LinkType, MemoryItem, MemoryType, Privacy, Scope
+
+EXIT_USAGE = 2
+
+
+def _scope(args: argparse.Namespace) -> Scope:
+    return Scope(
+        user_id=args.user, agent_id=args.agent, project_id=args.project, session_id=args.session
+    )
+
+
+def _open(args: argparse.Namespace) -> Memento:
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    return Memento.open(args.path, url=args.url)
+
+
+def _console() -> Any:
+    from rich.console import Console
+
+    return Console(highlight=False)
+
+
+def _time(value: str) -> datetime:
+    try:
+        return datetime.fromisoformat(value)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(f"not an ISO 8601 time: {value!r}") from err
+
+
+def cmd_remember(args: argparse.Namespace) -> None:
+    content = sys.stdin.read() if args.content == "-" else args.content
+    with _open(args) as mem:
+        memory_id = mem.remember(
+            content,
+            scope=_scope(args),
+            type=args.type,
+            privacy=args.privacy,
+            importance=args.importance,
+            tags=args.tag or (),
+            hotwords=args.hotword or (),
+            title=args.title,
+            pinned=args.pin,
+            created_at=args.created_at,
+        )
+    print(memory_id)
+
+
+def cmd_recall(args: argparse.Namespace) -> None:
+    from rich.table import Table
+
+    with _open(args) as mem:
+        results = mem.recall(
+            args.query,
+            scope=_scope(args),
+            limit=args.limit,
+            filter={"types": args.type or None, "tags": args.tag or None},
+        )
+    if args.json:
+        rows = [
+            {"id": r.item.id, "score": r.score, "content": r.item.content, "reason": str(r.reason)}
+            for r in results
+        ]
+        print(json.dumps(rows, ensure_ascii=False, indent=2))
+        return
+    table = Table(title=f"recall: {args.query}", show_lines=False)
+    for column in ("#", "score", "memory", "rel", "dense", "kw", "rec", "imp", "use", "dup"):
+        table.add_column(column, justify="left" if column == "memory" else "right")
+    table.add_column("matched")
+    for n, r in enumerate(results, 1):
+        why = r.reason
+        table.add_row(
+            str(n), f"{r.score:.3f}", _snippet(r.item), f"{why.relevance:.2f}", f"{why.dense:.2f}",
+            f"{why.keyword:.2f}", f"{why.recency:.2f}", f"{why.importance:.2f}",
+            f"{why.usage:.2f}", f"{why.duplication:.2f}", ", ".join(why.matched_terms),
+        )  # fmt: skip
+    _console().print(table)
+
+
+def _snippet(item: MemoryItem, width: int = 60) -> str:
+    text = " ".join(item.content.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def cmd_get(args: argparse.Namespace) -> None:
+    from memento_core.transfer import memory_record
+
+    with _open(args) as mem:
+        item = mem.get(args.id)
+    print(json.dumps(memory_record(item), ensure_ascii=False, indent=2))
+
+
+def cmd_forget(args: argparse.Namespace) -> None:
+    with _open(args) as mem:
+        mem.forget(args.id, hard=args.hard)
+    print(f"{'erased' if args.hard else 'forgot (restorable)'} {args.id}")
+
+
+def cmd_restore(args: argparse.Namespace) -> None:
+    with _open(args) as mem:
+        mem.restore(args.id)
+    print(f"restored {args.id}")
+
+
+def cmd_pin(args: argparse.Namespace) -> None:
+    with _open(args) as mem:
+        (mem.pin if args.command == "pin" else mem.unpin)(args.id)
+    print(f"{args.command}ned {args.id}")
+
+
+def cmd_link(args: argparse.Namespace) -> None:
+    with _open(args) as mem:
+        mem.link(args.source, args.type, args.target, note=args.note)
+    print(f"linked {args.source} -{args.type}-> {args.target}")
+
+
+def cmd_feedback(args: argparse.Namespace) -> None:
+    with _open(args) as mem:
+        mem.feedback(args.id, args.kind, score=args.score, note=args.note)
+    print(f"recorded {args.kind} for {args.id}")
+
+
+def cmd_export(args: argparse.Namespace) -> None:
+    with _open(args) as mem:
+        lines = mem.export(args.format)
+        if args.output in (None, "-"):
+            sys.stdout.writelines(lines)
+        else:
+            with open(args.output, "w", encoding="utf-8", newline="") as out:
+                out.writelines(lines)
+            print(f"exported to {args.output}", file=sys.stderr)
+
+
+def cmd_import(args: argparse.Namespace) -> None:
+    from rich.progress import Progress
+
+    try:
+        lines = Path(args.file).read_text(encoding="utf-8").splitlines(keepends=True)
+    except (OSError, UnicodeDecodeError) as err:
+        raise MementoError(f"cannot read {args.file}: {err}") from err
+    total = sum(1 for line in lines if '"kind":"memory"' in line)
+    with _open(args) as mem, Progress(transient=True) as progress:
+        task = progress.add_task("importing", total=total or None)
+        counts = mem.import_ndjson(lines, on_progress=lambda n: progress.advance(task, n))
+    print(", ".join(f"{n} {kind}" for kind, n in counts.items()) + " imported")
+
+
+def cmd_stats(args: argparse.Namespace) -> None:
+    from rich.table import Table
+
+    with _open(args) as mem:
+        stats = mem.stats()
+    table = Table(title="memento stats", show_header=False)
+    table.add_column("what")
+    table.add_column("value", justify="right")
+    table.add_row("store", stats.location)
+    table.add_row("embedder", f"{stats.embedder} ({stats.dimension} d)")
+    table.add_row("memories", str(stats.memories))
+    for kind, n in stats.by_type.items():
+        table.add_row(f"  {kind}", str(n))
+    for privacy, n in stats.by_privacy.items():
+        table.add_row(f"  {privacy}", str(n))
+    table.add_row("soft-deleted", str(stats.deleted))
+    table.add_row("users", str(stats.users))
+    table.add_row("links", str(stats.links))
+    table.add_row("feedback events", str(stats.feedback_events))
+    _console().print(table)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    where = common.add_argument_group("store")
+    where.add_argument(
+        "--path", help="embedded store directory (default $MEMENTO_PATH or ./.memento)"
+    )
+    where.add_argument("--url", help="Chroma server URL, e.g. http://127.0.0.1:8000")
+    who = common.add_argument_group("scope")
+    for name in ("user", "agent", "project", "session"):
+        who.add_argument(f"--{name}", help=f"{name} id")
+
+    parser = argparse.ArgumentParser(prog="memento", description="Memory for AI agents.")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="command")
+
+    def add(name: str, handler: Callable[[argparse.Namespace], None], help: str) -> Any:
+        sub = commands.add_parser(name, parents=[common], help=help, description=help)
+        sub.set_defaults(handler=handler)
+        return sub
+
+    sub = add("remember", cmd_remember, "store a memory and print its id")
+    sub.add_argument("content", help="the text to remember, or - to read standard input")
+    sub.add_argument("--type", default="episodic", choices=[t.value for t in MemoryType])
+    sub.add_argument("--privacy", default="private", choices=[p.value for p in Privacy])
+    sub.add_argument("--importance", type=float, default=0.5)
+    sub.add_argument("--tag", action="append", help="a tag (repeatable)")
+    sub.add_argument("--hotword", action="append", help="a hotword variant (repeatable, in order)")
+    sub.add_argument("--title")
+    sub.add_argument("--pin", action="store_true")
+    sub.add_argument("--created-at", type=_time, help="ISO 8601 time, for imported history")
+
+    sub = add("recall", cmd_recall, "recall memories for a query, with the score table")
+    sub.add_argument("query")
+    sub.add_argument("--limit", type=int, default=5)
+    sub.add_argument("--type", action="append", choices=[t.value for t in MemoryType])
+    sub.add_argument("--tag", action="append")
+    sub.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+    for name, handler, text in (
+        ("get", cmd_get, "print one memory as JSON"),
+        ("restore", cmd_restore, "bring back a soft-forgotten memory"),
+        ("pin", cmd_pin, "pin a memory (never expires)"),
+        ("unpin", cmd_pin, "unpin a memory"),
+    ):
+        add(name, handler, text).add_argument("id")
+
+    sub = add("forget", cmd_forget, "forget a memory (soft by default)")
+    sub.add_argument("id")
+    sub.add_argument("--hard", action="store_true", help="erase it with its links and feedback")
+
+    sub = add("link", cmd_link, "link two memories")
+    sub.add_argument("source")
+    sub.add_argument("type", choices=[t.value for t in LinkType])
+    sub.add_argument("target")
+    sub.add_argument("--note")
+
+    sub = add("feedback", cmd_feedback, "record feedback on a memory")
+    sub.add_argument("id")
+    sub.add_argument("kind", choices=[k.value for k in FeedbackKind])
+    sub.add_argument("--score", type=float, default=1.0)
+    sub.add_argument("--note")
+
+    sub = add("export", cmd_export, "export the store")
+    sub.add_argument("--format", default="ndjson", choices=["ndjson", "markdown", "csv"])
+    sub.add_argument("--output", "-o", help="file to write (default: standard output)")
+
+    sub = add("import", cmd_import, "import an NDJSON export")
+    sub.add_argument("file")
+
+    add("stats", cmd_stats, "show what the store holds")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.url and args.path:
+        parser.error("give either --path or --url, not both")
+    try:
+        args.handler(args)
+    except MementoError as err:
+        print(f"memento: error: {err}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        return 130
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
