@@ -62,10 +62,12 @@ def _async_twin(
 ) -> Callable[Concatenate[M, P], Awaitable[R]]:
     """The async twin of a sync method: same signature and docstring, run off the event loop."""
 
-    @functools.wraps(method)
-    async def twin(self: M, *args: P.args, **kwargs: P.kwargs) -> R:
+    async def twin(self: M, /, *args: P.args, **kwargs: P.kwargs) -> R:
         return await asyncio.to_thread(method, self, *args, **kwargs)
 
+    functools.update_wrapper(twin, method)
+    twin.__name__ = f"a{method.__name__}"
+    twin.__qualname__ = method.__qualname__.rsplit(".", 1)[0] + "." + twin.__name__
     return twin
 
 
@@ -194,7 +196,7 @@ class Memento:
         return self._store.location
 
     def close(self) -> None:
-        """Release the store. Chroma keeps no open handles that need closing; this is for symmetry."""
+        """Release the store (Chroma holds no handles that need closing; kept for symmetry)."""
 
     def __enter__(self) -> Memento:
         return self

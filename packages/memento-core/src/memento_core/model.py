@@ -96,7 +96,7 @@ def check_text(value: object, what: str, *, max_chars: int = MAX_CONTENT_CHARS) 
 
 
 def check_scope_value(value: object, what: str) -> str | None:
-    """A scope or filter value must be a plain string: never a dict, so it can't smuggle an operator."""
+    """A scope or filter value must be a plain string: a dict could smuggle an operator."""
     if value is None:
         return None
     if not isinstance(value, str):

@@ -1,4 +1,7 @@
-"""Scoring recall candidates: S = α·relevance + β·recency + γ·importance + δ·usage − ε·duplication."""
+"""Scoring recall candidates.
+
+    S = α·relevance + β·recency + γ·importance + δ·usage − ε·duplication
+"""
 
 from __future__ import annotations
 

@@ -177,12 +177,12 @@ class ChromaStore:
         directory = Path(path).expanduser()
         if directory.exists() and not directory.is_dir():
             raise NotAMementoStore(f"{directory} is a file, not a Memento store directory")
-        if directory.is_dir() and any(directory.iterdir()):
-            if not (directory / "chroma.sqlite3").is_file():
-                raise NotAMementoStore(
-                    f"{directory} is not empty and holds no Memento store; "
-                    "choose an empty or new directory"
-                )
+        holds_other_files = directory.is_dir() and any(directory.iterdir())
+        if holds_other_files and not (directory / "chroma.sqlite3").is_file():
+            raise NotAMementoStore(
+                f"{directory} is not empty and holds no Memento store; "
+                "choose an empty or new directory"
+            )
         try:
             directory.mkdir(parents=True, exist_ok=True)
         except OSError as err:
