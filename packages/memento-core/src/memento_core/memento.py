@@ -8,7 +8,7 @@ import functools
 import os
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
@@ -33,6 +33,21 @@ from memento_core.model import (
     content_key,
     parse_enum,
     utcnow,
+)
+from memento_core import consolidation, lifecycle
+from memento_core.consolidation import SleepReport, TextSummarizer
+from memento_core.lifecycle import (
+    DEFAULT_GRACE,
+    DEFAULT_UNUSED,
+    ErasureReport,
+    ForgetCandidate,
+    PurgeReport,
+)
+from memento_core.policies import (
+    Retention,
+    RetentionPolicy,
+    ReviewPolicy,
+    check_duration,
 )
 from memento_core.ranking import Candidate, RankingWeights, Recalled, rank
 from memento_core.storage import (
@@ -89,6 +104,8 @@ class MemoryDraft:
     created_at: datetime | None = None
     expires_at: datetime | None = None
     origin_trace: Any = None
+    retention: Retention = None
+    """None: the store's retention policy decides; ``FOREVER``: keep; a timedelta: this long."""
 
 
 @dataclass(frozen=True)
@@ -105,8 +122,14 @@ class StoreStats:
     feedback_events: int
 
 
-def validate_draft(draft: MemoryDraft, now: datetime) -> MemoryItem:
-    """Check every field of a draft and build the item it will be stored as."""
+def validate_draft(
+    draft: MemoryDraft, now: datetime, retention: RetentionPolicy, review: ReviewPolicy
+) -> MemoryItem:
+    """Check every field of a draft and build the item it will be stored as.
+
+    Retention counts from when the memory is stored, not from ``created_at``: imported
+    history lives as long as anything else remembered today.
+    """
     content = check_text(draft.content, "content")
     if not isinstance(draft.scope, Scope):
         raise InvalidInput(f"scope must be a Scope, got {type(draft.scope).__name__}")
@@ -117,22 +140,34 @@ def validate_draft(draft: MemoryDraft, now: datetime) -> MemoryItem:
     if not isinstance(draft.source, str) or not draft.source.strip():
         raise InvalidInput(f"source must be a non-empty string, got {draft.source!r}")
     hotwords = check_tags(draft.hotwords) if draft.hotwords else ()
+    memory_type = parse_enum(MemoryType, draft.type, "memory type")
+    tags = check_tags(draft.tags)
+    importance = check_importance(draft.importance)
+    if draft.retention is None:
+        lifetime = retention.retention_for(memory_type, tags)
+    else:
+        lifetime = check_duration(draft.retention, "retention")
+    expires_at = as_utc(draft.expires_at, "expires_at") if draft.expires_at else None
+    if expires_at is None and lifetime is not None:
+        expires_at = now + lifetime
     return MemoryItem(
         id=content_key(content, draft.scope),
         content=content,
-        type=parse_enum(MemoryType, draft.type, "memory type"),
+        type=memory_type,
         title=draft.title,
         data=check_json(dict(draft.data), "data") if draft.data is not None else None,
         source=draft.source,
         scope=draft.scope,
         privacy=parse_enum(Privacy, draft.privacy, "privacy"),
-        importance=check_importance(draft.importance),
+        importance=importance,
         pinned=bool(draft.pinned),
-        tags=check_tags(draft.tags),
+        tags=tags,
         hotwords=hotwords,
         created_at=as_utc(draft.created_at, "created_at") if draft.created_at else now,
-        expires_at=as_utc(draft.expires_at, "expires_at") if draft.expires_at else None,
+        expires_at=expires_at,
         origin_trace=check_json(draft.origin_trace, "origin_trace"),
+        retention=lifetime,
+        review_due_at=review.first_due(importance, now),
     )
 
 
@@ -147,6 +182,8 @@ class Memento:
         weights: RankingWeights | None = None,
         candidates: int = 60,
         track_usage: bool = True,
+        retention: RetentionPolicy | None = None,
+        review: ReviewPolicy | None = None,
     ) -> None:
         self._store = store
         self.embedder = (
@@ -156,6 +193,9 @@ class Memento:
         self.weights = weights or RankingWeights()
         self.candidates = candidates
         self.track_usage = track_usage
+        self.retention = retention or RetentionPolicy()
+        self.review_policy = review or ReviewPolicy()
+        self._user_erasers: tuple[Callable[[Memento, str], int], ...] = ()
         self._keywords = KeywordIndex()
         self._keyword_count = -1
         self._shared = "://" in store.location
@@ -171,6 +211,8 @@ class Memento:
         weights: RankingWeights | None = None,
         collection_prefix: str = "memento",
         track_usage: bool = True,
+        retention: RetentionPolicy | None = None,
+        review: ReviewPolicy | None = None,
     ) -> Memento:
         """Open (or create) a store: embedded in ``path`` by default, or on a Chroma server.
 
@@ -189,6 +231,8 @@ class Memento:
             embedder or SentenceTransformerEmbedder(),
             weights=weights,
             track_usage=track_usage,
+            retention=retention,
+            review=review,
         )
 
     @property
@@ -223,11 +267,13 @@ class Memento:
         created_at: datetime | None = None,
         expires_at: datetime | None = None,
         origin_trace: Any = None,
+        retention: Retention = None,
     ) -> str:
         """Store one memory and return its id.
 
         Identical content in the same scope is stored once: remembering it again returns the
-        existing id and changes nothing (a soft-deleted copy is restored).
+        existing id and changes nothing (a soft-deleted copy is restored). ``retention`` (None:
+        the store's policy; ``FOREVER``; or a timedelta) is how long it lives without use.
         """
         draft = MemoryDraft(
             content=content,
@@ -244,6 +290,7 @@ class Memento:
             created_at=created_at,
             expires_at=expires_at,
             origin_trace=origin_trace,
+            retention=retention,
         )
         return self.remember_many([draft])[0]
 
@@ -260,7 +307,7 @@ class Memento:
         ``on_progress`` is called with the number of drafts finished after each batch.
         """
         now = utcnow()
-        items = [validate_draft(d, now) for d in drafts]
+        items = [validate_draft(d, now, self.retention, self.review_policy) for d in drafts]
         for start in range(0, len(items), batch_size):
             batch = items[start : start + batch_size]
             self._write_new(batch)
@@ -425,11 +472,7 @@ class Memento:
     def _count_use(self, items: Sequence[MemoryItem], moment: datetime) -> None:
         # Read-modify-write: under concurrent writers a count may be lost; usage is a soft signal.
         self._store.items.update(
-            ids=[i.id for i in items],
-            metadatas=[
-                {"access_count": i.access_count + 1, "last_accessed_at": to_micros(moment)}
-                for i in items
-            ],
+            ids=[i.id for i in items], metadatas=[used_fields(i, moment) for i in items]
         )
 
     def _sync_keywords(self, *, force: bool = False) -> None:
@@ -483,18 +526,27 @@ class Memento:
                 ids=[memory_id], metadatas=[{"deleted_at": to_micros(utcnow())}]
             )
             return
+        self._erase([memory_id])
+
+    def _erase(self, memory_ids: Sequence[str]) -> None:
+        """Hard-delete memories with every link that touches them and their feedback events."""
+        ids = list(dict.fromkeys(memory_ids))
+        if not ids:
+            return
         with self._store.lock:
-            self._store.links.delete(
-                where={"$or": [{"source_id": memory_id}, {"target_id": memory_id}]}
-            )
-            self._store.events.delete(where={"memory_id": memory_id})
-            self._store.items.delete(ids=[memory_id])
-            self._keywords.remove(memory_id)
-            self._keyword_count -= 1
+            touching = {"$or": [{"source_id": {"$in": ids}}, {"target_id": {"$in": ids}}]}
+            self._store.links.delete(where=touching)
+            self._store.events.delete(where={"memory_id": {"$in": ids}})
+            self._store.items.delete(ids=ids)
+            for memory_id in ids:
+                if memory_id in self._keywords:
+                    self._keywords.remove(memory_id)
+                    self._keyword_count -= 1
 
     def restore(self, memory_id: str) -> MemoryItem:
         """Undo a soft forget."""
-        return self._set(memory_id, deleted_at=0)
+        # The store keeps 0 for "not deleted"; the item says None.
+        return dataclasses.replace(self._set(memory_id, deleted_at=0), deleted_at=None)
 
     def link(
         self, source_id: str, type: LinkType | str, target_id: str, *, note: str | None = None
@@ -508,19 +560,26 @@ class Memento:
         self.get(source_id, include_deleted=True)
         self.get(target_id, include_deleted=True)
         created = Link(source_id, link_type, target_id, note=note)
-        self._store.links.upsert(
-            ids=[link_id(created)],
-            embeddings=[PLACEHOLDER_VECTOR],
-            documents=[note or ""],
-            metadatas=[
-                {
-                    "source_id": source_id,
-                    "target_id": target_id,
-                    "type": link_type.value,
-                    "created_at": to_micros(created.created_at),
-                }
-            ],
-        )
+        with self._store.lock:
+            # Linking again returns the first link unchanged (its time and note included).
+            existing = self._store.links.get(
+                ids=[link_id(created)], include=["metadatas", "documents"]
+            )
+            if existing["ids"]:
+                return link_from_record(existing["metadatas"][0], existing["documents"][0] or "")
+            self._store.links.add(
+                ids=[link_id(created)],
+                embeddings=[PLACEHOLDER_VECTOR],
+                documents=[note or ""],
+                metadatas=[
+                    {
+                        "source_id": source_id,
+                        "target_id": target_id,
+                        "type": link_type.value,
+                        "created_at": to_micros(created.created_at),
+                    }
+                ],
+            )
         return created
 
     def links(self, memory_id: str) -> list[Link]:
@@ -568,8 +627,8 @@ class Memento:
                 ids=[memory_id],
                 metadatas=[
                     {
+                        **used_fields(item, event.at, uses=0),
                         key: item.feedback.get(feedback_kind.value, 0) + 1,
-                        "last_accessed_at": to_micros(event.at),
                     }
                 ],
             )
@@ -637,6 +696,44 @@ class Memento:
             users=len(users),
             links=self._store.links.count(),
             feedback_events=self._store.events.count(),
+        )
+
+    # ------------------------------------------------------ forgetting and review
+
+    def forget_candidates(
+        self, scope: Scope, *, limit: int = 20, unused_for: timedelta = DEFAULT_UNUSED
+    ) -> list[ForgetCandidate]:
+        """The soft-delete queue: live, unpinned, long-unused memories, lowest standing first."""
+        return lifecycle.forget_candidates(self, scope, limit=limit, unused_for=unused_for)
+
+    def purge(self, *, grace: timedelta = DEFAULT_GRACE) -> PurgeReport:
+        """Erase memories soft-deleted or expired longer than ``grace`` ago."""
+        return lifecycle.purge(self, grace=grace)
+
+    def erase_user(self, user_id: str) -> ErasureReport:
+        """Right to erasure: every memory, vector, link, feedback event and chat message of a
+        user, and facts derived only from them. An unknown user is a no-op."""
+        return lifecycle.erase_user(self, user_id, extra_erasers=self._user_erasers)
+
+    def review_due(self, scope: Scope, *, now: datetime | None = None) -> list[MemoryItem]:
+        """Memories whose spaced-review card is due, most overdue first."""
+        return lifecycle.review_due(self, scope, now=now)
+
+    def review(self, memory_id: str, grade: int, *, now: datetime | None = None) -> MemoryItem:
+        """Grade a review 0..5; the card moves on (grade ≥ 3) or starts over. Counts as a use."""
+        return lifecycle.review(self, memory_id, grade, now=now)
+
+    def sleep(
+        self,
+        scope: Scope,
+        *,
+        since: datetime | None = None,
+        summarizer: TextSummarizer | None = None,
+        on_progress: Callable[[int, int], None] | None = None,
+    ) -> SleepReport:
+        """Consolidate a user's episodes into semantic facts (see ``memento_core.consolidation``)."""
+        return consolidation.sleep(
+            self, scope, since=since, summarizer=summarizer, on_progress=on_progress
         )
 
     def export(self, fmt: str = "ndjson") -> Iterator[str]:
@@ -727,10 +824,27 @@ class Memento:
     aitems = _async_twin(items)
     astats = _async_twin(stats)
     aimport_ndjson = _async_twin(import_ndjson)
+    aforget_candidates = _async_twin(forget_candidates)
+    apurge = _async_twin(purge)
+    aerase_user = _async_twin(erase_user)
+    areview_due = _async_twin(review_due)
+    areview = _async_twin(review)
+    asleep = _async_twin(sleep)
 
     async def aexport(self, fmt: str = "ndjson") -> list[str]:
         """The async twin of ``export``; returns the lines as a list."""
         return await asyncio.to_thread(lambda: list(self.export(fmt)))
+
+
+def used_fields(item: MemoryItem, moment: datetime, *, uses: int = 1) -> dict[str, Any]:
+    """The metadata a use changes: the count, the last access, and a fresh retention clock."""
+    fields: dict[str, Any] = {
+        "access_count": item.access_count + uses,
+        "last_accessed_at": to_micros(moment),
+    }
+    if item.retention is not None:
+        fields["expires_at"] = to_micros(moment + item.retention)
+    return fields
 
 
 def _visibility(item: MemoryItem) -> Visibility:

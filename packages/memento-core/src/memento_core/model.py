@@ -10,7 +10,7 @@ import math
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from memento_core.errors import InvalidContent, InvalidInput, InvalidScope
@@ -205,6 +205,13 @@ class MemoryItem:
     feedback: Mapping[str, int] = field(default_factory=dict)
     origin_trace: Any = None
     deleted_at: datetime | None = None
+    retention: timedelta | None = None
+    """How long the memory lives without use; each use pushes ``expires_at`` out again."""
+    review_due_at: datetime | None = None
+    review_step: int = 0
+    consolidated_at: datetime | None = None
+    superseded_by: str | None = None
+    """The newer memory that contradicts this one, if any (set by consolidation)."""
 
     @property
     def user_id(self) -> str | None:

@@ -1,6 +1,6 @@
 """Scoring recall candidates.
 
-    S = α·relevance + β·recency + γ·importance + δ·usage − ε·duplication
+S = α·relevance + β·recency + γ·importance + δ·usage − ε·duplication
 """
 
 from __future__ import annotations
@@ -34,6 +34,8 @@ class RankingWeights:
     importance: float = 0.2
     usage: float = 0.1
     duplication: float = 0.5
+    superseded: float = 0.2
+    """Subtracted from a memory that a newer one contradicts (see consolidation)."""
     dense_share: float = 0.5
     """Share of relevance from embedding similarity; the rest comes from BM25."""
     duplicate_threshold: float = 0.9
@@ -45,7 +47,7 @@ class RankingWeights:
     )
 
     def __post_init__(self) -> None:
-        for name in ("relevance", "recency", "importance", "usage", "duplication"):
+        for name in ("relevance", "recency", "importance", "usage", "duplication", "superseded"):
             value = getattr(self, name)
             if (
                 isinstance(value, bool)
@@ -170,6 +172,11 @@ def rank(
             duplication=0.0,
             matched_terms=matched.get(c.item.id, ()),
             weights=weights,
+            notes=(
+                (f"superseded by newer memory {c.item.superseded_by}",)
+                if c.item.superseded_by
+                else ()
+            ),
         )
         if relevance < min_relevance:
             continue
@@ -178,6 +185,7 @@ def rank(
             + weights.recency * reason.recency
             + weights.importance * reason.importance
             + weights.usage * reason.usage
+            - (weights.superseded if c.item.superseded_by else 0.0)
         )
         base.append((score, reason))
         kept.append(c)

@@ -77,6 +77,11 @@ def item_metadata(item: MemoryItem, text_hash: str) -> dict[str, Any]:
         "access_count": item.access_count,
         "text_hash": text_hash,
         "has_hotwords": bool(item.hotwords),
+        "retention_s": int(item.retention.total_seconds()) if item.retention else 0,
+        "review_due_at": to_micros(item.review_due_at),
+        "review_step": item.review_step,
+        "consolidated_at": to_micros(item.consolidated_at),
+        "superseded_by": item.superseded_by or "",
         "doc": json.dumps(
             {
                 "title": item.title,
@@ -124,6 +129,11 @@ def item_from_record(memory_id: str, content: str, meta: Mapping[str, Any]) -> M
         feedback={k[3:]: int(meta[k]) for k in FEEDBACK_KEYS if meta.get(k)},
         origin_trace=doc["origin_trace"],
         deleted_at=from_micros(meta["deleted_at"]),
+        retention=timedelta(seconds=meta["retention_s"]) if meta.get("retention_s") else None,
+        review_due_at=from_micros(meta.get("review_due_at", 0)),
+        review_step=int(meta.get("review_step", 0)),
+        consolidated_at=from_micros(meta.get("consolidated_at", 0)),
+        superseded_by=meta.get("superseded_by") or None,
     )
 
 

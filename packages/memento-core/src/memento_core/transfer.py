@@ -12,7 +12,7 @@ import csv
 import io
 import json
 from collections.abc import Callable, Iterable, Iterator
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from memento_core.errors import InvalidImport, InvalidInput, MementoError
@@ -69,6 +69,11 @@ def memory_record(item: MemoryItem) -> dict[str, Any]:
         "access_count": item.access_count,
         "feedback": dict(sorted(item.feedback.items())),
         "origin_trace": item.origin_trace,
+        "retention_seconds": int(item.retention.total_seconds()) if item.retention else None,
+        "review_due_at": _time(item.review_due_at),
+        "review_step": item.review_step,
+        "consolidated_at": _time(item.consolidated_at),
+        "superseded_by": item.superseded_by,
     }
 
 
@@ -199,7 +204,22 @@ def parse_memory(record: dict[str, Any]) -> MemoryItem:
         access_count=access_count,
         feedback=feedback,
         origin_trace=check_json(record.get("origin_trace"), "origin_trace"),
+        retention=_parse_retention(record.get("retention_seconds")),
+        review_due_at=_parse_time(record.get("review_due_at"), "review_due_at"),
+        review_step=_whole(record.get("review_step", 0), "review_step"),
+        consolidated_at=_parse_time(record.get("consolidated_at"), "consolidated_at"),
+        superseded_by=record.get("superseded_by") or None,
     )
+
+
+def _whole(value: Any, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InvalidInput(f"{what} must be a whole number ≥ 0")
+    return value
+
+
+def _parse_retention(value: Any) -> timedelta | None:
+    return timedelta(seconds=_whole(value, "retention_seconds")) if value else None
 
 
 def _missing(field: str) -> datetime:
