@@ -32,7 +32,10 @@ def _open(args: argparse.Namespace) -> Memento:
 def _console() -> Any:
     from rich.console import Console
 
-    return Console(highlight=False)
+    import shutil
+
+    # Tables stay readable when the output is piped (rich would assume 80 columns).
+    return Console(highlight=False, width=max(110, shutil.get_terminal_size().columns))
 
 
 def _time(value: str) -> datetime:
@@ -181,6 +184,111 @@ def cmd_stats(args: argparse.Namespace) -> None:
     _console().print(table)
 
 
+def cmd_sleep(args: argparse.Namespace) -> None:
+    from rich.progress import Progress
+
+    with _open(args) as mem, Progress(transient=True) as progress:
+        task = progress.add_task("consolidating", total=None)
+
+        def advance(done: int, total: int) -> None:
+            progress.update(task, completed=done, total=total)
+
+        report = mem.sleep(_scope(args), on_progress=advance)
+    rows = [
+        ("episodes considered", report.considered),
+        ("clusters", report.clusters),
+        ("facts written", len(report.written)),
+        ("episodes consolidated", len(report.consolidated)),
+        ("derived_from links", report.derived_links),
+        ("duplicates merged", len(report.merged)),
+        ("contradictions linked", len(report.contradictions)),
+    ]
+    _print_rows("sleep", rows)
+    for fact_id in report.written:
+        print(f"  fact {fact_id}")
+
+
+def _print_rows(title: str, rows: Sequence[tuple[str, object]]) -> None:
+    from rich.table import Table
+
+    table = Table(title=title, show_header=False)
+    table.add_column("what")
+    table.add_column("value", justify="right")
+    for what, value in rows:
+        table.add_row(what, str(value))
+    _console().print(table)
+
+
+def cmd_review(args: argparse.Namespace) -> None:
+    from rich.table import Table
+
+    with _open(args) as mem:
+        if args.id:
+            item = mem.review(args.id, args.grade)
+            print(f"next review of {item.id} on {item.review_due_at:%Y-%m-%d}")
+            return
+        due = mem.review_due(_scope(args))
+    table = Table(title="reviews due")
+    for column in ("id", "memory", "importance", "due"):
+        table.add_column(column)
+    for item in due:
+        when = f"{item.review_due_at:%Y-%m-%d}" if item.review_due_at else ""
+        table.add_row(item.id, _snippet(item), f"{item.importance:.2f}", when)
+    _console().print(table)
+
+
+def cmd_forget_candidates(args: argparse.Namespace) -> None:
+    from rich.table import Table
+
+    with _open(args) as mem:
+        candidates = mem.forget_candidates(_scope(args), limit=args.limit)
+    table = Table(title="forget candidates (lowest standing first)")
+    for column in ("id", "memory", "standing", "last used"):
+        table.add_column(column)
+    for c in candidates:
+        used = c.item.last_accessed_at or c.item.created_at
+        table.add_row(c.item.id, _snippet(c.item), f"{c.standing:.3f}", f"{used:%Y-%m-%d}")
+    _console().print(table)
+
+
+def cmd_purge(args: argparse.Namespace) -> None:
+    from datetime import timedelta
+
+    with _open(args) as mem:
+        report = mem.purge(grace=timedelta(days=args.grace_days))
+    print(f"erased {len(report.erased)} memories")
+
+
+def cmd_erase_user(args: argparse.Namespace) -> None:
+    with _open(args) as mem:
+        report = mem.erase_user(args.user_id)
+    _print_rows(
+        f"erased user {report.user_id}",
+        [
+            ("memories", len(report.memories)),
+            ("derived facts", len(report.derived)),
+            ("facts kept, unlinked", len(report.unlinked)),
+            ("chat messages", report.messages),
+        ],
+    )
+
+
+def cmd_worker(args: argparse.Namespace) -> None:
+    from memento_core.worker import MaintenanceReport, run_worker
+
+    def show(report: MaintenanceReport) -> None:
+        facts = sum(len(s.written) for s in report.sleeps.values())
+        print(
+            f"{report.started_at:%Y-%m-%d %H:%M:%S} purged {len(report.purged.erased)}, "
+            f"review cards {report.review_cards}, users slept {len(report.sleeps)}, "
+            f"facts written {facts}",
+            flush=True,
+        )
+
+    with _open(args) as mem:
+        run_worker(mem, interval=args.interval, passes=1 if args.once else None, on_report=show)
+
+
 def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     where = common.add_argument_group("store")
@@ -250,6 +358,24 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("file")
 
     add("stats", cmd_stats, "show what the store holds")
+    add("sleep", cmd_sleep, "consolidate a user's episodes into facts (--user)")
+
+    sub = add("review", cmd_review, "list due reviews, or grade one: review ID GRADE")
+    sub.add_argument("id", nargs="?")
+    sub.add_argument("grade", nargs="?", type=int, default=3)
+
+    sub = add("forget-candidates", cmd_forget_candidates, "list the soft-delete queue")
+    sub.add_argument("--limit", type=int, default=20)
+
+    sub = add("purge", cmd_purge, "erase memories soft-deleted or expired past the grace period")
+    sub.add_argument("--grace-days", type=float, default=30.0)
+
+    sub = add("erase-user", cmd_erase_user, "erase everything of one user (right to erasure)")
+    sub.add_argument("user_id")
+
+    sub = add("worker", cmd_worker, "run purge, review scheduling and sleep on an interval")
+    sub.add_argument("--interval", type=float, default=300.0, help="seconds between passes")
+    sub.add_argument("--once", action="store_true", help="run one pass and exit")
     return parser
 
 

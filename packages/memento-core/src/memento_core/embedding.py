@@ -89,6 +89,12 @@ class SentenceTransformerEmbedder:
                     from sentence_transformers import SentenceTransformer
                 except ImportError as err:
                     raise MissingDependency("sentence-transformers", "embedding text") from err
+                try:  # the weight-loading bar is noise in a library
+                    from transformers.utils import logging as transformers_logging
+
+                    transformers_logging.disable_progress_bar()
+                except ImportError:  # pragma: no cover - transformers comes with s-t
+                    pass
                 ref = self._model_ref
                 if str(ref) in _KNOWN_DIMENSIONS:
                     ref = bundled_model_path()

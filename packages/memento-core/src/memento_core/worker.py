@@ -1,0 +1,82 @@
+"""The maintenance worker: purge, review scheduling and sleep, on an interval.
+
+Safe in its own process against a Chroma server while agents write: every step is idempotent
+(purge erases by age, review scheduling only fills empty cards, sleep marks what it consolidated
+and gives facts content-derived ids), so a step interrupted or repeated does no harm.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
+
+from memento_core.consolidation import SleepReport
+from memento_core.filters import live_clause
+from memento_core.lifecycle import DEFAULT_GRACE, PurgeReport, purge, schedule_reviews
+from memento_core.model import MemoryType, Scope, as_utc, utcnow
+
+if TYPE_CHECKING:
+    from memento_core.memento import Memento
+
+
+@dataclass
+class MaintenanceReport:
+    started_at: datetime
+    purged: PurgeReport
+    review_cards: int
+    sleeps: dict[str, SleepReport] = field(default_factory=dict)
+
+
+def users_to_consolidate(mem: Memento, now: datetime) -> list[str]:
+    where = {
+        "$and": [{"type": MemoryType.EPISODIC.value}, {"consolidated_at": 0}, *live_clause(now)]
+    }
+    store = mem._store
+    users = {
+        m["user_id"]
+        for _, m, _, _ in store.iter_records(store.items, where=where, include=["metadatas"])
+    }
+    return sorted(users)
+
+
+def run_maintenance(
+    mem: Memento, *, grace: timedelta = DEFAULT_GRACE, now: datetime | None = None
+) -> MaintenanceReport:
+    """One pass: purge what is past its grace period, give due review cards, sleep every user."""
+    moment = as_utc(now, "now") if now else utcnow()
+    report = MaintenanceReport(
+        started_at=moment,
+        purged=purge(mem, grace=grace, now=moment),
+        review_cards=schedule_reviews(mem, now=moment),
+    )
+    for user_id in users_to_consolidate(mem, moment):
+        report.sleeps[user_id] = mem.sleep(Scope(user_id=user_id or None))
+    return report
+
+
+def run_worker(
+    mem: Memento,
+    *,
+    interval: float = 300.0,
+    stop: threading.Event | None = None,
+    passes: int | None = None,
+    on_report: Callable[[MaintenanceReport], None] | None = None,
+) -> int:
+    """Run ``run_maintenance`` every ``interval`` seconds until ``stop`` is set or ``passes``
+    passes are done. Returns the number of passes."""
+    stop = stop or threading.Event()
+    done = 0
+    while not stop.is_set() and (passes is None or done < passes):
+        started = time.monotonic()
+        report = run_maintenance(mem)
+        done += 1
+        if on_report:
+            on_report(report)
+        if passes is not None and done >= passes:
+            break
+        stop.wait(max(0.0, interval - (time.monotonic() - started)))
+    return done
