@@ -54,6 +54,8 @@ class RecallFilter:
     @classmethod
     def build(cls, values: Mapping[str, Any] | None = None, **kwargs: Any) -> RecallFilter:
         """Validate loose filter values (from kwargs, a CLI, an MCP call) into a filter."""
+        if values is not None and not isinstance(values, Mapping):
+            raise InvalidFilter(f"a filter is a mapping of field to value, got {values!r}")
         merged = {**(values or {}), **{k: v for k, v in kwargs.items() if v is not None}}
         unknown = sorted(set(merged) - set(FILTER_FIELDS))
         if unknown:
@@ -75,12 +77,18 @@ class RecallFilter:
                 agent_id=check_scope_value(merged.get("agent_id"), "agent_id filter"),
                 session_id=check_scope_value(merged.get("session_id"), "session_id filter"),
                 project_id=check_scope_value(merged.get("project_id"), "project_id filter"),
-                include_deleted=bool(merged.get("include_deleted", False)),
+                include_deleted=_flag(merged.get("include_deleted", False), "include_deleted"),
             )
         except InvalidFilter:
             raise
         except InvalidInput as err:
             raise InvalidFilter(str(err)) from err
+
+
+def _flag(value: object, key: str) -> bool:
+    if not isinstance(value, bool):
+        raise InvalidFilter(f"{key} must be true or false, got {value!r}")
+    return value
 
 
 def _listed(values: Mapping[str, Any], key: str) -> list[Any]:

@@ -106,6 +106,10 @@ class MemoryDraft:
     origin_trace: Any = None
     retention: Retention = None
     """None: the store's retention policy decides; ``FOREVER``: keep; a timedelta: this long."""
+    id: str | None = None
+    """A caller-chosen id. Storing a draft under the id of an existing memory replaces its
+    content and fields, keeping its creation time, usage and review state. Without an id,
+    the id is derived from the content and scope (so identical content is stored once)."""
 
 
 @dataclass(frozen=True)
@@ -150,8 +154,10 @@ def validate_draft(
     expires_at = as_utc(draft.expires_at, "expires_at") if draft.expires_at else None
     if expires_at is None and lifetime is not None:
         expires_at = now + lifetime
+    if draft.id is not None:
+        check_id(draft.id)
     return MemoryItem(
-        id=content_key(content, draft.scope),
+        id=draft.id if draft.id is not None else content_key(content, draft.scope),
         content=content,
         type=memory_type,
         title=draft.title,
@@ -307,36 +313,53 @@ class Memento:
         ``on_progress`` is called with the number of drafts finished after each batch.
         """
         now = utcnow()
+        drafts = list(drafts)
         items = [validate_draft(d, now, self.retention, self.review_policy) for d in drafts]
+        replacing = {d.id for d in drafts if d.id is not None}
         for start in range(0, len(items), batch_size):
             batch = items[start : start + batch_size]
-            self._write_new(batch)
+            self._write(batch, replacing, now)
             if on_progress:
                 on_progress(len(batch))
         return [item.id for item in items]
 
-    def _write_new(self, items: Sequence[MemoryItem]) -> None:
+    def _write(self, items: Sequence[MemoryItem], replacing: set[str], now: datetime) -> None:
+        """Add new memories, replace those stored under a caller-chosen id, and leave
+        content-addressed duplicates as they are (restoring soft-deleted ones)."""
         unique = list({item.id: item for item in items}.values())
         with self._store.lock:
-            found = self._store.items.get(ids=[i.id for i in unique], include=["metadatas"])
-            existing = dict(zip(found["ids"], found["metadatas"]))
-            restore = [i for i, meta in existing.items() if meta.get("deleted_at")]
+            found = self._store.items.get(
+                ids=[i.id for i in unique], include=["metadatas", "documents"]
+            )
+            existing = {
+                i: item_from_record(i, d or "", m)
+                for i, m, d in zip(found["ids"], found["metadatas"], found["documents"])
+            }
+            restore = [i for i, old in existing.items() if old.deleted_at and i not in replacing]
             if restore:
                 self._store.items.update(ids=restore, metadatas=[{"deleted_at": 0}] * len(restore))
-            fresh = [item for item in unique if item.id not in existing]
-            if not fresh:
+            writes = [
+                _replacement(item, existing[item.id], now) if item.id in existing else item
+                for item in unique
+                if item.id not in existing or item.id in replacing
+            ]
+            if not writes:
                 return
-            hashes = [text_hash(item.content) for item in fresh]
+            hashes = [text_hash(item.content) for item in writes]
             self._prime_embeddings(hashes)
-            vectors = self.embedder.embed_documents([item.content for item in fresh])
-            self._store.items.add(
-                ids=[item.id for item in fresh],
+            vectors = self.embedder.embed_documents([item.content for item in writes])
+            self._store.items.upsert(
+                ids=[item.id for item in writes],
                 embeddings=vectors,
-                documents=[item.content for item in fresh],
-                metadatas=[item_metadata(item, h) for item, h in zip(fresh, hashes)],
+                documents=[item.content for item in writes],
+                metadatas=[item_metadata(item, h) for item, h in zip(writes, hashes)],
             )
-            self._keywords.add_many((i.id, i.content, _visibility(i)) for i in fresh)
-            self._keyword_count += len(fresh)
+            for item in writes:
+                if item.id in self._keywords:
+                    self._keywords.remove(item.id)
+                    self._keyword_count -= 1
+            self._keywords.add_many((i.id, i.content, _visibility(i)) for i in writes)
+            self._keyword_count += len(writes)
 
     def _prime_embeddings(self, hashes: Sequence[str]) -> None:
         """Reuse vectors of identical text already in the store (say, in another scope)."""
@@ -359,7 +382,7 @@ class Memento:
         Raises ``MemoryNotFound`` for an unknown id, a hidden (soft-deleted or expired) memory,
         or one the scope may not see — the same error for all, so ids leak nothing.
         """
-        _check_id(memory_id)
+        check_id(memory_id)
         where = None
         if scope is not None:
             where = visibility_clause(scope)
@@ -584,7 +607,7 @@ class Memento:
 
     def links(self, memory_id: str) -> list[Link]:
         """Every link from or to this memory, oldest first."""
-        _check_id(memory_id)
+        check_id(memory_id)
         found = self._store.links.get(
             where={"$or": [{"source_id": memory_id}, {"target_id": memory_id}]},
             include=["metadatas", "documents"],
@@ -635,7 +658,7 @@ class Memento:
         return event
 
     def feedback_events(self, memory_id: str) -> list[FeedbackEvent]:
-        _check_id(memory_id)
+        check_id(memory_id)
         found = self._store.events.get(
             where={"memory_id": memory_id}, include=["metadatas", "documents"]
         )
@@ -836,6 +859,22 @@ class Memento:
         return await asyncio.to_thread(lambda: list(self.export(fmt)))
 
 
+def _replacement(new: MemoryItem, old: MemoryItem, now: datetime) -> MemoryItem:
+    """``new`` stored under ``old``'s id: its history (creation, usage, review) carries over."""
+    return dataclasses.replace(
+        new,
+        created_at=old.created_at,
+        last_accessed_at=old.last_accessed_at,
+        access_count=old.access_count,
+        feedback=old.feedback,
+        review_due_at=old.review_due_at or new.review_due_at,
+        review_step=old.review_step,
+        consolidated_at=old.consolidated_at,
+        superseded_by=old.superseded_by,
+        updated_at=now,
+    )
+
+
 def used_fields(item: MemoryItem, moment: datetime, *, uses: int = 1) -> dict[str, Any]:
     """The metadata a use changes: the count, the last access, and a fresh retention clock."""
     fields: dict[str, Any] = {
@@ -857,6 +896,6 @@ def _is_live(item: MemoryItem, now: datetime) -> bool:
     return item.pinned or item.expires_at is None or item.expires_at > now
 
 
-def _check_id(memory_id: object) -> None:
+def check_id(memory_id: object) -> None:
     if not isinstance(memory_id, str) or not memory_id or len(memory_id) > 256:
         raise InvalidInput(f"a memory id is a non-empty string, got {memory_id!r}")

@@ -115,6 +115,9 @@ def check_tags(tags: Iterable[object] | None) -> tuple[str, ...]:
         return ()
     if isinstance(tags, str):
         raise InvalidInput("tags must be a list of strings, not one string")
+    if isinstance(tags, (bytes, Mapping)) or not isinstance(tags, Iterable):
+        # A dict would pass its keys off as tags: {"$ne": 1} must not become the tag "$ne".
+        raise InvalidInput(f"tags must be a list of strings, got {type(tags).__name__}")
     result: list[str] = []
     for tag in tags:
         if not isinstance(tag, str) or not tag.strip():
@@ -205,6 +208,8 @@ class MemoryItem:
     feedback: Mapping[str, int] = field(default_factory=dict)
     origin_trace: Any = None
     deleted_at: datetime | None = None
+    updated_at: datetime | None = None
+    """When a caller last replaced the memory under its id (see ``MemoryDraft.id``)."""
     retention: timedelta | None = None
     """How long the memory lives without use; each use pushes ``expires_at`` out again."""
     review_due_at: datetime | None = None
