@@ -30,9 +30,9 @@ def _open(args: argparse.Namespace) -> Memento:
 
 
 def _console() -> Any:
-    from rich.console import Console
-
     import shutil
+
+    from rich.console import Console
 
     # Tables stay readable when the output is piped (rich would assume 80 columns).
     return Console(highlight=False, width=max(110, shutil.get_terminal_size().columns))
@@ -289,6 +289,28 @@ def cmd_worker(args: argparse.Namespace) -> None:
         run_worker(mem, interval=args.interval, passes=1 if args.once else None, on_report=show)
 
 
+def cmd_plugins(args: argparse.Namespace) -> None:
+    from rich.table import Table
+
+    from memento_core import plugins
+
+    table = Table(title="memento plugins")
+    for column in ("plugin", "distribution", "provides"):
+        table.add_column(column)
+    provided: dict[str, list[str]] = {}
+    for kind, names in plugins.registered_names().items():
+        for name in names:
+            provided.setdefault(kind, []).append(name)
+    adapters = plugins.adapters()
+    for name, dist in sorted(plugins.installed().items()):
+        what = [f"adapter {a.name} ({a.framework})" for a in adapters.values() if a.package in dist]
+        if name == plugins.BUILTINS:
+            what += [f"embedder {n}" for n in provided.get("embedders", [])]
+            what += [f"summarizer {n}" for n in provided.get("summarizers", [])]
+        table.add_row(name, dist, ", ".join(what))
+    _console().print(table)
+
+
 def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     where = common.add_argument_group("store")
@@ -358,6 +380,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("file")
 
     add("stats", cmd_stats, "show what the store holds")
+    plugin_parser = commands.add_parser("plugins", help="list installed plugins with versions")
+    plugin_parser.set_defaults(handler=cmd_plugins)
     add("sleep", cmd_sleep, "consolidate a user's episodes into facts (--user)")
 
     sub = add("review", cmd_review, "list due reviews, or grade one: review ID GRADE")
@@ -382,7 +406,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    if args.url and args.path:
+    if getattr(args, "url", None) and getattr(args, "path", None):
         parser.error("give either --path or --url, not both")
     try:
         args.handler(args)

@@ -12,7 +12,7 @@ import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from memento_core.filters import live_clause
 from memento_core.model import LinkType, MemoryItem, MemoryType, Privacy, Scope, as_utc, utcnow
@@ -20,6 +20,7 @@ from memento_core.storage import item_from_record, to_micros
 
 if TYPE_CHECKING:
     from memento_core.memento import Memento
+    from memento_core.summarize import Summarizer
 
 CLUSTER_SIMILARITY = 0.6
 """Cosine similarity to a cluster's centre above which an episode joins it."""
@@ -32,10 +33,6 @@ _NEGATION = re.compile(
     r"않|안\s|못|없|不|没|沒|ない|ません",
     re.IGNORECASE,
 )
-
-
-class TextSummarizer(Protocol):
-    def summarize(self, texts: Sequence[str]) -> str: ...
 
 
 @dataclass
@@ -132,7 +129,7 @@ def sleep(
     scope: Scope,
     *,
     since: datetime | None = None,
-    summarizer: TextSummarizer | None = None,
+    summarizer: Summarizer | None = None,
     min_cluster: int = 2,
     now: datetime | None = None,
     on_progress: Callable[[int, int], None] | None = None,

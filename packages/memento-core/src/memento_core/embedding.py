@@ -92,7 +92,8 @@ class SentenceTransformerEmbedder:
                 try:  # the weight-loading bar is noise in a library
                     from transformers.utils import logging as transformers_logging
 
-                    transformers_logging.disable_progress_bar()
+                    # transformers' logging helpers are untyped
+                    transformers_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
                 except ImportError:  # pragma: no cover - transformers comes with s-t
                     pass
                 ref = self._model_ref

@@ -8,7 +8,8 @@ catches ``ValueError`` or ``KeyError`` keeps working::
     │   ├── InvalidContent
     │   ├── InvalidScope
     │   ├── InvalidFilter
-    │   └── InvalidImport
+    │   ├── InvalidImport
+    │   └── InvalidHotwords
     ├── MemoryNotFound (KeyError)
     ├── StoreError (RuntimeError)
     │   ├── NotAMementoStore
@@ -46,6 +47,17 @@ class InvalidImport(InvalidInput):
     def __init__(self, message: str, *, line: int) -> None:
         super().__init__(f"line {line}: {message}")
         self.line = line
+
+
+class InvalidHotwords(InvalidInput):
+    """A hotword set that is malformed or beyond the documented limits; nothing was built.
+
+    ``uid`` names the offending entry when there is one.
+    """
+
+    def __init__(self, message: str, *, uid: str | None = None) -> None:
+        super().__init__(message if uid is None else f"hotwords of {uid!r}: {message}")
+        self.uid = uid
 
 
 class MemoryNotFound(MementoError, KeyError):

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from memento_core.errors import InvalidFilter, InvalidInput
+from memento_core.errors import InvalidFilter, InvalidInput, InvalidScope
 from memento_core.model import (
     MemoryType,
     Privacy,
@@ -104,6 +104,9 @@ def _listed(values: Mapping[str, Any], key: str) -> list[Any]:
 
 def visibility_clause(viewer: Scope) -> dict[str, Any]:
     """Fail-closed: public, plus the viewer's own memories, plus team memories of its project."""
+    if not isinstance(viewer, Scope):
+        # A dict here would be read as field names, not as a viewer: refuse it outright.
+        raise InvalidScope(f"scope must be a Scope, got {type(viewer).__name__}: {viewer!r}")
     visible: list[dict[str, Any]] = [{"privacy": Privacy.PUBLIC.value}]
     if viewer.user_id:
         visible.append({"user_id": viewer.user_id})

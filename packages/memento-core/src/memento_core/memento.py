@@ -3,19 +3,40 @@
 from __future__ import annotations
 
 import asyncio
+import time
 import dataclasses
-import functools
 import os
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any, Concatenate, ParamSpec, TypeVar
+from typing import Any
 
+from memento_core import consolidation, lifecycle, plugins
+from memento_core.consolidation import SleepReport
+from memento_core.detector import HotwordDetector
+from memento_core.drafts import (
+    MAX_TITLE_CHARS,
+    MemoryDraft,
+    check_id,
+    is_live,
+    keyword_visibility,
+    replacement,
+    used_fields,
+    validate_draft,
+)
 from memento_core.embedding import CachingEmbedder, Embedder, SentenceTransformerEmbedder, text_hash
 from memento_core.errors import InvalidInput, MemoryNotFound
-from memento_core.filters import RecallFilter, visibility_clause, where_clause
+from memento_core.filters import RecallFilter, live_clause, visibility_clause, where_clause
+from memento_core.hotwords import HotwordSet
 from memento_core.keyword import KeywordIndex, Visibility, matched_terms
+from memento_core.lifecycle import (
+    DEFAULT_GRACE,
+    DEFAULT_UNUSED,
+    ErasureReport,
+    ForgetCandidate,
+    PurgeReport,
+)
 from memento_core.model import (
     FeedbackEvent,
     FeedbackKind,
@@ -26,28 +47,14 @@ from memento_core.model import (
     Privacy,
     Scope,
     as_utc,
-    check_importance,
-    check_json,
-    check_tags,
     check_text,
-    content_key,
     parse_enum,
     utcnow,
-)
-from memento_core import consolidation, lifecycle
-from memento_core.consolidation import SleepReport, TextSummarizer
-from memento_core.lifecycle import (
-    DEFAULT_GRACE,
-    DEFAULT_UNUSED,
-    ErasureReport,
-    ForgetCandidate,
-    PurgeReport,
 )
 from memento_core.policies import (
     Retention,
     RetentionPolicy,
     ReviewPolicy,
-    check_duration,
 )
 from memento_core.ranking import Candidate, RankingWeights, Recalled, rank
 from memento_core.storage import (
@@ -55,61 +62,20 @@ from memento_core.storage import (
     ChromaStore,
     StoreInfo,
     event_from_record,
+    event_metadata,
     item_from_record,
     item_metadata,
     link_from_record,
     link_id,
+    link_metadata,
     to_micros,
 )
+from memento_core.summarize import Summarizer
+from memento_core.twins import async_twin
 
 DEFAULT_PATH = Path(".memento")
 """Where ``Memento.open()`` keeps an embedded store when no path is given (or ``$MEMENTO_PATH``)."""
 MAX_RECALL_LIMIT = 1_000
-MAX_TITLE_CHARS = 500
-
-P = ParamSpec("P")
-R = TypeVar("R")
-M = TypeVar("M", bound="Memento")
-
-
-def _async_twin(
-    method: Callable[Concatenate[M, P], R],
-) -> Callable[Concatenate[M, P], Awaitable[R]]:
-    """The async twin of a sync method: same signature and docstring, run off the event loop."""
-
-    async def twin(self: M, /, *args: P.args, **kwargs: P.kwargs) -> R:
-        return await asyncio.to_thread(method, self, *args, **kwargs)
-
-    functools.update_wrapper(twin, method)
-    twin.__name__ = f"a{method.__name__}"
-    twin.__qualname__ = method.__qualname__.rsplit(".", 1)[0] + "." + twin.__name__
-    return twin
-
-
-@dataclass(frozen=True)
-class MemoryDraft:
-    """What to remember; ``Memento.remember_many`` takes a list of these."""
-
-    content: str
-    type: MemoryType | str = MemoryType.EPISODIC
-    scope: Scope = field(default_factory=Scope)
-    title: str | None = None
-    data: Mapping[str, Any] | None = None
-    source: str = "chat"
-    privacy: Privacy | str = Privacy.PRIVATE
-    importance: float = 0.5
-    pinned: bool = False
-    tags: Sequence[str] = ()
-    hotwords: Sequence[str] = ()
-    created_at: datetime | None = None
-    expires_at: datetime | None = None
-    origin_trace: Any = None
-    retention: Retention = None
-    """None: the store's retention policy decides; ``FOREVER``: keep; a timedelta: this long."""
-    id: str | None = None
-    """A caller-chosen id. Storing a draft under the id of an existing memory replaces its
-    content and fields, keeping its creation time, usage and review state. Without an id,
-    the id is derived from the content and scope (so identical content is stored once)."""
 
 
 @dataclass(frozen=True)
@@ -124,57 +90,6 @@ class StoreStats:
     users: int
     links: int
     feedback_events: int
-
-
-def validate_draft(
-    draft: MemoryDraft, now: datetime, retention: RetentionPolicy, review: ReviewPolicy
-) -> MemoryItem:
-    """Check every field of a draft and build the item it will be stored as.
-
-    Retention counts from when the memory is stored, not from ``created_at``: imported
-    history lives as long as anything else remembered today.
-    """
-    content = check_text(draft.content, "content")
-    if not isinstance(draft.scope, Scope):
-        raise InvalidInput(f"scope must be a Scope, got {type(draft.scope).__name__}")
-    if draft.title is not None:
-        check_text(draft.title, "title", max_chars=MAX_TITLE_CHARS)
-    if draft.data is not None and not isinstance(draft.data, Mapping):
-        raise InvalidInput(f"data must be a dictionary, got {type(draft.data).__name__}")
-    if not isinstance(draft.source, str) or not draft.source.strip():
-        raise InvalidInput(f"source must be a non-empty string, got {draft.source!r}")
-    hotwords = check_tags(draft.hotwords) if draft.hotwords else ()
-    memory_type = parse_enum(MemoryType, draft.type, "memory type")
-    tags = check_tags(draft.tags)
-    importance = check_importance(draft.importance)
-    if draft.retention is None:
-        lifetime = retention.retention_for(memory_type, tags)
-    else:
-        lifetime = check_duration(draft.retention, "retention")
-    expires_at = as_utc(draft.expires_at, "expires_at") if draft.expires_at else None
-    if expires_at is None and lifetime is not None:
-        expires_at = now + lifetime
-    if draft.id is not None:
-        check_id(draft.id)
-    return MemoryItem(
-        id=draft.id if draft.id is not None else content_key(content, draft.scope),
-        content=content,
-        type=memory_type,
-        title=draft.title,
-        data=check_json(dict(draft.data), "data") if draft.data is not None else None,
-        source=draft.source,
-        scope=draft.scope,
-        privacy=parse_enum(Privacy, draft.privacy, "privacy"),
-        importance=importance,
-        pinned=bool(draft.pinned),
-        tags=tags,
-        hotwords=hotwords,
-        created_at=as_utc(draft.created_at, "created_at") if draft.created_at else now,
-        expires_at=expires_at,
-        origin_trace=check_json(draft.origin_trace, "origin_trace"),
-        retention=lifetime,
-        review_due_at=review.first_due(importance, now),
-    )
 
 
 class Memento:
@@ -202,6 +117,9 @@ class Memento:
         self.retention = retention or RetentionPolicy()
         self.review_policy = review or ReviewPolicy()
         self._user_erasers: tuple[Callable[[Memento, str], int], ...] = ()
+        self.hotword_refresh = 5.0
+        self._hotword_generation = 0
+        self._detectors: dict[tuple[Scope | None, bool], tuple[HotwordDetector, int, float]] = {}
         self._keywords = KeywordIndex()
         self._keyword_count = -1
         self._shared = "://" in store.location
@@ -339,7 +257,7 @@ class Memento:
             if restore:
                 self._store.items.update(ids=restore, metadatas=[{"deleted_at": 0}] * len(restore))
             writes = [
-                _replacement(item, existing[item.id], now) if item.id in existing else item
+                replacement(item, existing[item.id], now) if item.id in existing else item
                 for item in unique
                 if item.id not in existing or item.id in replacing
             ]
@@ -358,8 +276,11 @@ class Memento:
                 if item.id in self._keywords:
                     self._keywords.remove(item.id)
                     self._keyword_count -= 1
-            self._keywords.add_many((i.id, i.content, _visibility(i)) for i in writes)
+            self._keywords.add_many((i.id, i.content, keyword_visibility(i)) for i in writes)
             self._keyword_count += len(writes)
+        if any(item.hotwords for item in writes) or replacing:
+            self._hotwords_changed()
+        plugins.notify_remember(self, writes)
 
     def _prime_embeddings(self, hashes: Sequence[str]) -> None:
         """Reuse vectors of identical text already in the store (say, in another scope)."""
@@ -392,7 +313,7 @@ class Memento:
         if not found["ids"]:
             raise MemoryNotFound(memory_id)
         item = item_from_record(memory_id, found["documents"][0], found["metadatas"][0])
-        if not include_deleted and not _is_live(item, utcnow()):
+        if not include_deleted and not is_live(item, utcnow()):
             raise MemoryNotFound(memory_id)
         return item
 
@@ -490,6 +411,7 @@ class Memento:
         )
         if self.track_usage and results:
             self._count_use([r.item for r in results], moment)
+        plugins.notify_recall(self, query, viewer, results)
         return results
 
     def _count_use(self, items: Sequence[MemoryItem], moment: datetime) -> None:
@@ -533,6 +455,7 @@ class Memento:
         return self._set(memory_id, pinned=False)
 
     def _set(self, memory_id: str, **fields: Any) -> MemoryItem:
+        self._hotwords_changed()
         item = self.get(memory_id, include_deleted=True)
         self._store.items.update(ids=[memory_id], metadatas=[fields])
         return dataclasses.replace(item, **fields)
@@ -544,6 +467,7 @@ class Memento:
         feedback events. Chroma may keep freed bytes in its files until compaction.
         """
         self.get(memory_id, include_deleted=True)
+        self._hotwords_changed()
         if not hard:
             self._store.items.update(
                 ids=[memory_id], metadatas=[{"deleted_at": to_micros(utcnow())}]
@@ -556,6 +480,7 @@ class Memento:
         ids = list(dict.fromkeys(memory_ids))
         if not ids:
             return
+        self._hotwords_changed()
         with self._store.lock:
             touching = {"$or": [{"source_id": {"$in": ids}}, {"target_id": {"$in": ids}}]}
             self._store.links.delete(where=touching)
@@ -594,14 +519,7 @@ class Memento:
                 ids=[link_id(created)],
                 embeddings=[PLACEHOLDER_VECTOR],
                 documents=[note or ""],
-                metadatas=[
-                    {
-                        "source_id": source_id,
-                        "target_id": target_id,
-                        "type": link_type.value,
-                        "created_at": to_micros(created.created_at),
-                    }
-                ],
+                metadatas=[link_metadata(created)],
             )
         return created
 
@@ -636,14 +554,7 @@ class Memento:
                 ids=[f"{memory_id}:{to_micros(event.at)}:{os.urandom(4).hex()}"],
                 embeddings=[PLACEHOLDER_VECTOR],
                 documents=[note or ""],
-                metadatas=[
-                    {
-                        "memory_id": memory_id,
-                        "kind": feedback_kind.value,
-                        "score": event.score,
-                        "at": to_micros(event.at),
-                    }
-                ],
+                metadatas=[event_metadata(event)],
             )
             key = f"fb_{feedback_kind.value}"
             self._store.items.update(
@@ -680,7 +591,7 @@ class Memento:
             )
         ]
         if not include_deleted:
-            items = [i for i in items if _is_live(i, now)]
+            items = [i for i in items if is_live(i, now)]
         return sorted(items, key=lambda i: (i.created_at, i.id))
 
     def all_links(self) -> list[Link]:
@@ -721,6 +632,55 @@ class Memento:
             feedback_events=self._store.events.count(),
         )
 
+    # --------------------------------------------------------------- hotwords
+
+    def hotword_set(self, scope: Scope | None = None) -> HotwordSet:
+        """The hotwords of every live memory (that ``scope`` may see), uid = memory id."""
+        moment = utcnow()
+        clauses = [{"has_hotwords": True}, *live_clause(moment)]
+        if scope is not None:
+            clauses.append(visibility_clause(scope))
+        records = self._store.iter_records(
+            self._store.items, where={"$and": clauses}, include=["metadatas", "documents"]
+        )
+        items = sorted(
+            (item_from_record(i, d or "", m) for i, m, d, _ in records),
+            key=lambda item: (item.created_at, item.id),
+        )
+        return HotwordSet.from_items(items)
+
+    def hotword_detector(
+        self, scope: Scope | None = None, *, word_boundary: bool = False
+    ) -> HotwordDetector:
+        """A detector over the current hotwords, shared by every conversation.
+
+        The automaton is rebuilt only when the hotword set changed: at once after a change
+        through this object, and within ``hotword_refresh`` seconds after one by another
+        process (server mode). Start a conversation with ``.conversation(connection_id)``.
+        """
+        key = (scope, word_boundary)
+        with self._store.lock:
+            cached = self._detectors.get(key)
+            fresh = (
+                cached is not None
+                and cached[1] == self._hotword_generation
+                and time.monotonic() - cached[2] < self.hotword_refresh
+            )
+            if cached is not None and fresh:
+                return cached[0]
+            hotword_set = self.hotword_set(scope)
+            if cached is not None and cached[0].fingerprint == hotword_set.fingerprint:
+                detector = cached[0]
+            else:
+                detector = HotwordDetector(
+                    hotword_set, word_boundary=word_boundary, on_event=plugins.notify_hotword
+                )
+            self._detectors[key] = (detector, self._hotword_generation, time.monotonic())
+            return detector
+
+    def _hotwords_changed(self) -> None:
+        self._hotword_generation += 1
+
     # ------------------------------------------------------ forgetting and review
 
     def forget_candidates(
@@ -751,10 +711,10 @@ class Memento:
         scope: Scope,
         *,
         since: datetime | None = None,
-        summarizer: TextSummarizer | None = None,
+        summarizer: Summarizer | None = None,
         on_progress: Callable[[int, int], None] | None = None,
     ) -> SleepReport:
-        """Consolidate a user's episodes into semantic facts (see ``memento_core.consolidation``)."""
+        """Consolidate a user's episodes into facts (see ``memento_core.consolidation``)."""
         return consolidation.sleep(
             self, scope, since=since, summarizer=summarizer, on_progress=on_progress
         )
@@ -799,7 +759,7 @@ class Memento:
                     documents=[i.content for i in batch],
                     metadatas=[item_metadata(i, h) for i, h in zip(batch, hashes)],
                 )
-                self._keywords.add_many((i.id, i.content, _visibility(i)) for i in batch)
+                self._keywords.add_many((i.id, i.content, keyword_visibility(i)) for i in batch)
                 self._keyword_count += len(batch)
                 if on_progress:
                     on_progress(len(batch))
@@ -808,94 +768,53 @@ class Memento:
                     ids=[link_id(link)],
                     embeddings=[PLACEHOLDER_VECTOR],
                     documents=[link.note or ""],
-                    metadatas=[
-                        {
-                            "source_id": link.source_id,
-                            "target_id": link.target_id,
-                            "type": link.type.value,
-                            "created_at": to_micros(link.created_at),
-                        }
-                    ],
+                    metadatas=[link_metadata(link)],
                 )
+            present: set[FeedbackEvent] = set()
+            if events:
+                # Events already stored (say, this store's own export coming back) aren't doubled.
+                stored = self._store.events.get(
+                    where={"memory_id": {"$in": sorted({e.memory_id for e in events})}},
+                    include=["metadatas", "documents"],
+                )
+                present = {
+                    event_from_record(m, d or "")
+                    for m, d in zip(stored["metadatas"], stored["documents"])
+                }
             for n, event in enumerate(events):
+                if event in present:
+                    continue
                 self._store.events.upsert(
                     ids=[f"{event.memory_id}:{to_micros(event.at)}:import{n}"],
                     embeddings=[PLACEHOLDER_VECTOR],
                     documents=[event.note or ""],
-                    metadatas=[
-                        {
-                            "memory_id": event.memory_id,
-                            "kind": event.kind.value,
-                            "score": event.score,
-                            "at": to_micros(event.at),
-                        }
-                    ],
+                    metadatas=[event_metadata(event)],
                 )
 
-    aremember = _async_twin(remember)
-    aremember_many = _async_twin(remember_many)
-    aget = _async_twin(get)
-    arecall = _async_twin(recall)
-    apin = _async_twin(pin)
-    aunpin = _async_twin(unpin)
-    aforget = _async_twin(forget)
-    arestore = _async_twin(restore)
-    alink = _async_twin(link)
-    alinks = _async_twin(links)
-    afeedback = _async_twin(feedback)
-    afeedback_events = _async_twin(feedback_events)
-    aitems = _async_twin(items)
-    astats = _async_twin(stats)
-    aimport_ndjson = _async_twin(import_ndjson)
-    aforget_candidates = _async_twin(forget_candidates)
-    apurge = _async_twin(purge)
-    aerase_user = _async_twin(erase_user)
-    areview_due = _async_twin(review_due)
-    areview = _async_twin(review)
-    asleep = _async_twin(sleep)
+    aremember = async_twin(remember)
+    aremember_many = async_twin(remember_many)
+    aget = async_twin(get)
+    arecall = async_twin(recall)
+    apin = async_twin(pin)
+    aunpin = async_twin(unpin)
+    aforget = async_twin(forget)
+    arestore = async_twin(restore)
+    alink = async_twin(link)
+    alinks = async_twin(links)
+    afeedback = async_twin(feedback)
+    afeedback_events = async_twin(feedback_events)
+    aitems = async_twin(items)
+    astats = async_twin(stats)
+    aimport_ndjson = async_twin(import_ndjson)
+    aforget_candidates = async_twin(forget_candidates)
+    apurge = async_twin(purge)
+    aerase_user = async_twin(erase_user)
+    areview_due = async_twin(review_due)
+    areview = async_twin(review)
+    asleep = async_twin(sleep)
+    ahotword_set = async_twin(hotword_set)
+    ahotword_detector = async_twin(hotword_detector)
 
     async def aexport(self, fmt: str = "ndjson") -> list[str]:
         """The async twin of ``export``; returns the lines as a list."""
         return await asyncio.to_thread(lambda: list(self.export(fmt)))
-
-
-def _replacement(new: MemoryItem, old: MemoryItem, now: datetime) -> MemoryItem:
-    """``new`` stored under ``old``'s id: its history (creation, usage, review) carries over."""
-    return dataclasses.replace(
-        new,
-        created_at=old.created_at,
-        last_accessed_at=old.last_accessed_at,
-        access_count=old.access_count,
-        feedback=old.feedback,
-        review_due_at=old.review_due_at or new.review_due_at,
-        review_step=old.review_step,
-        consolidated_at=old.consolidated_at,
-        superseded_by=old.superseded_by,
-        updated_at=now,
-    )
-
-
-def used_fields(item: MemoryItem, moment: datetime, *, uses: int = 1) -> dict[str, Any]:
-    """The metadata a use changes: the count, the last access, and a fresh retention clock."""
-    fields: dict[str, Any] = {
-        "access_count": item.access_count + uses,
-        "last_accessed_at": to_micros(moment),
-    }
-    if item.retention is not None:
-        fields["expires_at"] = to_micros(moment + item.retention)
-    return fields
-
-
-def _visibility(item: MemoryItem) -> Visibility:
-    return Visibility(item.scope.user_id or "", item.scope.project_id or "", item.privacy.value)
-
-
-def _is_live(item: MemoryItem, now: datetime) -> bool:
-    if item.deleted_at is not None:
-        return False
-    return item.pinned or item.expires_at is None or item.expires_at > now
-
-
-def check_id(memory_id: object) -> None:
-    if not isinstance(memory_id, str) or not memory_id or len(memory_id) > 256:
-        raise InvalidInput(f"a memory id is a non-empty string, got {memory_id!r}")

@@ -143,6 +143,24 @@ def link_id(link: Link) -> str:
     return f"{link.source_id}:{link.type.value}:{link.target_id}"
 
 
+def link_metadata(link: Link) -> dict[str, Any]:
+    return {
+        "source_id": link.source_id,
+        "target_id": link.target_id,
+        "type": link.type.value,
+        "created_at": to_micros(link.created_at),
+    }
+
+
+def event_metadata(event: FeedbackEvent) -> dict[str, Any]:
+    return {
+        "memory_id": event.memory_id,
+        "kind": event.kind.value,
+        "score": event.score,
+        "at": to_micros(event.at),
+    }
+
+
 def link_from_record(meta: Mapping[str, Any], note: str) -> Link:
     return Link(
         source_id=meta["source_id"],

@@ -188,7 +188,7 @@ def parse_memory(record: dict[str, Any]) -> MemoryItem:
         content=check_text(record.get("content"), "content"),
         type=parse_enum(MemoryType, record.get("type"), "memory type"),
         title=check_text(record["title"], "title") if record.get("title") is not None else None,
-        data=data,
+        data=check_json(data, "data") if data is not None else None,
         source=str(record.get("source") or "import"),
         scope=Scope(
             **{k: scope.get(k) for k in ("user_id", "agent_id", "project_id", "session_id")}
@@ -237,7 +237,7 @@ def parse_link(record: dict[str, Any]) -> Link:
         type=parse_enum(LinkType, record.get("type"), "link type"),
         target_id=str(ends[1]),
         created_at=_parse_time(record.get("created_at"), "created_at") or _missing("created_at"),
-        note=record.get("note"),
+        note=_note(record.get("note")),
     )
 
 
@@ -253,8 +253,12 @@ def parse_feedback(record: dict[str, Any]) -> FeedbackEvent:
         kind=parse_enum(FeedbackKind, record.get("feedback"), "feedback kind"),
         score=float(score),
         at=_parse_time(record.get("at"), "at") or _missing("at"),
-        note=record.get("note"),
+        note=_note(record.get("note")),
     )
+
+
+def _note(value: Any) -> str | None:
+    return None if value is None else check_text(value, "note")
 
 
 PARSERS: dict[str, Callable[[dict[str, Any]], Any]] = {
@@ -278,6 +282,8 @@ def import_ndjson(
     items: list[MemoryItem] = []
     links: list[Link] = []
     events: list[FeedbackEvent] = []
+    known: set[str] = set()
+    first_line: dict[str, int] = {}  # the first line naming each memory id
     for number, raw in enumerate(lines, start=1):
         if not raw.strip():
             continue
@@ -292,20 +298,28 @@ def import_ndjson(
         except (ValueError, TypeError, MementoError) as err:
             raise InvalidImport(str(err), line=number) from err
         if isinstance(parsed, MemoryItem):
+            if parsed.id in known:
+                raise InvalidImport(f"memory {parsed.id!r} appears twice", line=number)
+            known.add(parsed.id)
             items.append(parsed)
+            named = [parsed.id]
         elif isinstance(parsed, Link):
             links.append(parsed)
+            named = [parsed.source_id, parsed.target_id]
         else:
             events.append(parsed)
-    known = {i.id for i in items}
+            named = [parsed.memory_id]
+        for memory_id in named:
+            first_line.setdefault(memory_id, number)
     needed = {link.source_id for link in links} | {link.target_id for link in links}
     needed |= {e.memory_id for e in events}
-    for memory_id in sorted(needed - known):
+    for memory_id in sorted(needed - known, key=first_line.__getitem__):
         try:
             memento.get(memory_id, include_deleted=True)
         except MementoError as err:
             raise InvalidImport(
-                f"a link or feedback names unknown memory {memory_id!r}", line=0
+                f"a link or feedback names unknown memory {memory_id!r}",
+                line=first_line[memory_id],
             ) from err
     memento._restore_records(items, links, events, on_progress=on_progress)
     return {"memories": len(items), "links": len(links), "feedback": len(events)}

@@ -1,0 +1,285 @@
+"""Working-memory benchmark: chat append and window latency in a 1,000-message session.
+
+For each store mode (embedded, and a ``chroma run`` server on loopback that this script starts)
+it appends a deterministic 1,000-message conversation (user and assistant turns, a tool-call
+exchange every tenth turn) to one session under a 2,000-token window and times, per message,
+``append`` and the ``window()`` read that follows it. Then it times reopening the session
+(rebuilding its window in a fresh store handle), reading the whole history, and archiving the
+session with ``summarize_thread`` (extractive summary, embedding, write). A second session with
+overflow snapshots on shows what automatic archiving adds to appends.
+
+    HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/working_memory.py [--messages N] [--out DIR]
+
+Latencies are wall-clock on whatever else the machine is doing; the load average is recorded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from memento_core import Memento, Scope
+from memento_core.chat import ChatMemory, WindowPolicy, summarize_thread
+from memento_core.embedding import SentenceTransformerEmbedder
+from memento_core.messages import Message, ToolCall
+from memento_core.summarize import ExtractiveSummarizer
+
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT_OUT = REPO / "benchmarks" / "results"
+WINDOW_TOKENS = 2_000
+SCOPE = Scope(user_id="bench", agent_id="assistant")
+WORDS = [
+    "flight",
+    "hotel",
+    "Lisbon",
+    "budget",
+    "museum",
+    "train",
+    "dinner",
+    "booking",
+    "refund",
+    "weather",
+    "seat",
+    "window",
+    "airport",
+    "luggage",
+    "passport",
+    "visa",
+    "taxi",
+    "ferry",
+    "beach",
+    "castle",
+    "tram",
+    "tiles",
+    "bakery",
+    "wine",
+    "river",
+    "bridge",
+    "night",
+    "morning",
+    "ticket",
+    "price",
+    "change",
+    "cancel",
+    "confirm",
+    "email",
+    "receipt",
+    "card",
+    "upgrade",
+    "breakfast",
+]
+
+
+def conversation(count: int, seed: int = 7) -> Iterator[Message]:
+    rng = random.Random(seed)
+
+    def sentence() -> str:
+        return " ".join(rng.choice(WORDS) for _ in range(rng.randint(6, 18))).capitalize() + "."
+
+    turn = 0
+    while True:
+        turn += 1
+        if turn % 10 == 0:
+            call_id = f"call-{turn}"
+            args = {"city": "Lisbon", "day": turn}
+            yield Message.assistant(tool_calls=[ToolCall(call_id, "search_hotels", args)])
+            yield Message.tool(f'{{"hotels": {rng.randint(1, 40)}}}', tool_call_id=call_id)
+        else:
+            yield Message.user(" ".join(sentence() for _ in range(rng.randint(1, 3))))
+            yield Message.assistant(" ".join(sentence() for _ in range(rng.randint(1, 4))))
+        count -= 2
+        if count <= 0:
+            return
+
+
+def timed(action: Callable[[], Any]) -> tuple[float, Any]:
+    start = time.perf_counter()
+    result = action()
+    return (time.perf_counter() - start) * 1000, result
+
+
+def summary(samples: Sequence[float]) -> dict[str, float]:
+    ordered = sorted(samples)
+    return {
+        "mean_ms": round(statistics.fmean(ordered), 2),
+        "p50_ms": round(ordered[len(ordered) // 2], 2),
+        "p95_ms": round(ordered[int(len(ordered) * 0.95)], 2),
+        "max_ms": round(ordered[-1], 2),
+    }
+
+
+@contextmanager
+def chroma_server() -> Iterator[str]:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    url = f"http://127.0.0.1:{port}"
+    root = Path(tempfile.mkdtemp(prefix="wm-bench-server-"))
+    chroma = Path(sys.executable).parent / "chroma"
+    command = [str(chroma), "run", "--path", str(root), "--port", str(port), "--host", "127.0.0.1"]
+    with (root.parent / f"{root.name}.log").open("wb") as log:
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/api/v2/heartbeat", timeout=2):
+                    break
+            except OSError:
+                if process.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"chroma run did not start at {url}") from None
+                time.sleep(0.3)
+        yield url
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+def run_mode(mode: str, open_store: Callable[[], Memento], messages: int) -> dict[str, Any]:
+    script = list(conversation(messages))
+    policy = WindowPolicy(max_tokens=WINDOW_TOKENS, snapshot_on_overflow=False)
+    result: dict[str, Any] = {"mode": mode, "messages": len(script)}
+    with open_store() as mem:
+        memory = ChatMemory(mem, "bench", scope=SCOPE, policy=policy)
+        appends: list[float] = []
+        reads: list[float] = []
+        for message in script:
+            appends.append(timed(lambda m=message: memory.append(m))[0])
+            reads.append(timed(memory.window)[0])
+        window = memory.window()
+        result["append"] = summary(appends)
+        result["window"] = summary(reads)
+        result["window_messages"] = len(window)
+        result["window_tokens"] = memory.tokens()
+        result["history_ms"] = round(timed(memory.history)[0], 1)
+        started = time.perf_counter()
+        summary_text = ExtractiveSummarizer().summarize(memory.history())
+        result["summarize_only_ms"] = round((time.perf_counter() - started) * 1000, 1)
+        archive_ms, memory_id = timed(lambda: summarize_thread(mem, "bench"))
+        result["archive_ms"] = round(archive_ms, 1)
+        result["archive_chars"] = len(mem.get(memory_id).content)
+        assert mem.get(memory_id).content == summary_text
+
+        snapshots = ChatMemory(
+            mem, "bench-snapshots", scope=SCOPE, policy=WindowPolicy(max_tokens=WINDOW_TOKENS)
+        )
+        with_snapshots = [timed(lambda m=m: snapshots.append(m))[0] for m in script]
+        archived = [i for i in mem.items() if "chat-overflow" in i.tags]
+        result["append_with_overflow_snapshots"] = summary(with_snapshots)
+        result["overflow_snapshots"] = len(archived)
+    with open_store() as mem:
+        reopen_ms, reopened = timed(
+            lambda: ChatMemory(mem, "bench", scope=SCOPE, policy=policy).window()
+        )
+        assert reopened == window and [m.id for m in reopened] == [m.id for m in window]
+        result["reopen_window_ms"] = round(reopen_ms, 1)
+    return result
+
+
+def machine() -> dict[str, Any]:
+    import chromadb
+
+    return {
+        "nproc": os.cpu_count(),
+        "python": platform.python_version(),
+        "chromadb": chromadb.__version__,
+        "platform": platform.platform(),
+    }
+
+
+def render_markdown(report: dict[str, Any]) -> str:
+    rows = [
+        "# Working memory: chat append and window latency",
+        "",
+        f"{report['messages']:,}-message session, {WINDOW_TOKENS:,}-token window, "
+        f"run {report['finished_at']}. Command: `{report['command']}`.",
+        "",
+        "| | " + " | ".join(r["mode"] for r in report["modes"]) + " |",
+        "|---|" + "---:|" * len(report["modes"]),
+    ]
+
+    def row(label: str, value: Callable[[dict[str, Any]], Any]) -> None:
+        rows.append(f"| {label} | " + " | ".join(str(value(r)) for r in report["modes"]) + " |")
+
+    for key, label in (("append", "append"), ("window", "window()")):
+        row(f"{label} p50 / p95 ms", lambda r, k=key: f"{r[k]['p50_ms']} / {r[k]['p95_ms']}")
+        row(f"{label} mean ms", lambda r, k=key: r[k]["mean_ms"])
+    row(
+        "window held (messages / tokens)",
+        lambda r: f"{r['window_messages']} / {r['window_tokens']}",
+    )
+    row("reopen: rebuild the window, ms", lambda r: r["reopen_window_ms"])
+    row("history(): read all, ms", lambda r: r["history_ms"])
+    row("archive (summarize_thread), ms", lambda r: r["archive_ms"])
+    row("… of which the summary, ms", lambda r: r["summarize_only_ms"])
+    key = "append_with_overflow_snapshots"
+    row("append with overflow snapshots p50 / p95 ms",
+        lambda r: f"{r[key]['p50_ms']} / {r[key]['p95_ms']}")  # fmt: skip
+    row("overflow snapshots written", lambda r: r["overflow_snapshots"])
+    rows += [
+        "",
+        "Load average before / after: "
+        + " / ".join(", ".join(f"{x:.1f}" for x in load) for load in report["load_average"]),
+        "",
+        "Machine: " + ", ".join(f"{k} {v}" for k, v in report["machine"].items()),
+        "",
+    ]
+    return "\n".join(rows)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--messages", type=int, default=1_000)
+    parser.add_argument("--modes", default="embedded,server")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    args = parser.parse_args(argv)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    embedder = SentenceTransformerEmbedder()
+    embedder.embed_query("warm up")  # load the model outside the timings
+    load_before = os.getloadavg()
+    modes = []
+    for mode in args.modes.split(","):
+        if mode == "embedded":
+            path = Path(tempfile.mkdtemp(prefix="wm-bench-")) / "store"
+            modes.append(
+                run_mode(mode, lambda: Memento.open(path, embedder=embedder), args.messages)
+            )
+        else:
+            with chroma_server() as url:
+                modes.append(
+                    run_mode(mode, lambda: Memento.open(url=url, embedder=embedder), args.messages)
+                )
+        print(json.dumps(modes[-1]), flush=True)
+    report = {
+        "benchmark": "working_memory",
+        "messages": args.messages,
+        "window_tokens": WINDOW_TOKENS,
+        "command": "HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/working_memory.py",
+        "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "load_average": [load_before, os.getloadavg()],
+        "modes": modes,
+        "machine": machine(),
+    }
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "working_memory.json").write_text(json.dumps(report, indent=2) + "\n")
+    (args.out / "working_memory.md").write_text(render_markdown(report))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,36 @@
+"""Core's own plugin: the built-in embedder and summariser, registered like any other plugin."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from memento_core.plugins import hookimpl
+
+if TYPE_CHECKING:
+    from memento_core.embedding import Embedder
+    from memento_core.summarize import Summarizer
+
+
+def _sentence_transformers(**options: Any) -> Embedder:
+    from memento_core.embedding import SentenceTransformerEmbedder
+
+    return SentenceTransformerEmbedder(**options)
+
+
+def _extractive(**options: Any) -> Summarizer:
+    from memento_core.summarize import ExtractiveSummarizer
+
+    return ExtractiveSummarizer(**options)
+
+
+@hookimpl
+def memento_register_embedders(register: Callable[[str, Callable[..., Embedder]], None]) -> None:
+    register("sentence-transformers", _sentence_transformers)
+
+
+@hookimpl
+def memento_register_summarizers(
+    register: Callable[[str, Callable[..., Summarizer]], None],
+) -> None:
+    register("extractive", _extractive)

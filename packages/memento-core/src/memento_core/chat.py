@@ -1,0 +1,640 @@
+"""Working memory: a chat window per session, a view over the session's durable history.
+
+Every message appended is written to the store (``<prefix>_messages``); eviction only moves the
+window. The window is derived, never remembered: it is the current system message plus every
+other message from the *window start* on, less the tool results whose call is no longer in it.
+The start, the *system floor* (set by a reset) and the *archive mark* (evicted messages up to it
+are in episodic memory) are persisted, one record per writer; each only ever moves forward, and
+the largest across writers wins. So reopening the store rebuilds every window exactly.
+
+Order: a message's key is (time in µs, writer id, writer counter), sortable as text. A writer
+(one per open store) issues strictly increasing keys, and never a key below one it has seen, so
+each writer's messages keep their order and a message follows everything its writer had read
+when it was appended. Messages of different writers interleave by time. No message is lost: keys
+never collide, and writes never overwrite.
+
+Rules the window keeps: a token window counts the system message and stays within budget; a
+message window holds at most N messages besides the system one. The oldest message leaves first
+and takes its tool results with it. A message that cannot fit even alone (with the system
+message, and with the tool call it answers) is refused with ``MessageTooLarge``; nothing is
+stored. ``ttl`` after the last message the window expires (a reset, history kept).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import bisect
+import contextlib
+import dataclasses
+import functools
+import json
+import os
+import threading
+import time
+import weakref
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
+
+from memento_core.errors import InvalidInput, InvalidScope
+from memento_core.messages import Message, Role, as_message
+from memento_core.model import Scope, check_scope_value, utcnow
+from memento_core.storage import PAGE, PLACEHOLDER_VECTOR, ChromaStore, from_micros
+from memento_core.summarize import ExtractiveSummarizer, Summarizer
+from memento_core.tokens import TokenCounter, count_message, default_counter
+
+if TYPE_CHECKING:
+    from memento_core.memento import Memento
+
+__all__ = [
+    "DEFAULT_TTL",
+    "ChatMemory",
+    "FromSession",
+    "MessageTooLarge",
+    "WindowPolicy",
+    "history",
+    "summarize_thread",
+]
+
+DEFAULT_TTL = timedelta(hours=48)
+DEFAULT_MAX_TOKENS = 4_096
+LOOKBACK_MICROS = 30_000_000
+"""How far back a server sync looks for other writers' records: a write taking longer than
+this to land shows in this process's windows only after a reopen (history always has it)."""
+
+P = ParamSpec("P")
+R = TypeVar("R")
+C = TypeVar("C", bound="ChatMemory")
+
+
+class MessageTooLarge(InvalidInput):
+    """A message that cannot fit the window even alone; it was not stored."""
+
+    def __init__(self, message: str, *, size: int, budget: int) -> None:
+        super().__init__(message)
+        self.size = size
+        self.budget = budget
+
+
+@dataclass(frozen=True)
+class WindowPolicy:
+    """How much a chat window holds, and what happens to what leaves it.
+
+    ``max_tokens`` counts the system message; ``max_messages`` does not. Neither given means
+    a 4,096-token window. With ``snapshot_on_overflow``, evicted messages are summarised into an
+    episodic memory once ``snapshot_chunk`` of them have gathered (tokens for a token window,
+    else messages; default a quarter of the window). ``ttl=None`` never expires the window.
+    """
+
+    max_messages: int | None = None
+    max_tokens: int | None = None
+    snapshot_on_overflow: bool = True
+    snapshot_chunk: int | None = None
+    ttl: timedelta | None = DEFAULT_TTL
+
+    def __post_init__(self) -> None:
+        for name in ("max_messages", "max_tokens", "snapshot_chunk"):
+            value = getattr(self, name)
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, int) or value < 1
+            ):
+                raise InvalidInput(f"{name} must be a whole number ≥ 1, got {value!r}")
+        if self.max_messages is None and self.max_tokens is None:
+            object.__setattr__(self, "max_tokens", DEFAULT_MAX_TOKENS)
+        if self.ttl is not None and (
+            not isinstance(self.ttl, timedelta) or self.ttl <= timedelta(0)
+        ):
+            raise InvalidInput(f"ttl must be a positive timedelta or None, got {self.ttl!r}")
+
+    @property
+    def chunk(self) -> int:
+        size = self.max_tokens if self.max_tokens is not None else self.max_messages
+        return self.snapshot_chunk or max(1, (size or 1) // 4)
+
+
+@dataclass(frozen=True)
+class FromSession:
+    """Initial memory: the last ``last`` messages of an earlier session (system left out)."""
+
+    session_id: str
+    last: int = 20
+
+
+_NO_MARKS = {"start": "", "floor": "", "snap": ""}
+
+
+class _Log:
+    """What this process knows of one session's window; shared by its ``ChatMemory`` objects."""
+
+    def __init__(self) -> None:
+        self.lock = threading.RLock()
+        self.loaded = False
+        self.tail: list[Message] = []
+        self.system: Message | None = None
+        self.marks = dict(_NO_MARKS)
+        self.seen_ts = 0
+        self.last_ts = 0
+        self.pending: list[Message] | None = None
+
+
+class _Chats:
+    """The messages collection of one open store, its writer identity, and its session logs."""
+
+    def __init__(self, store: ChromaStore) -> None:
+        self.collection = store.side_collection("messages")
+        self.shared = "://" in store.location
+        self.sessions: weakref.WeakValueDictionary[str, _Log] = weakref.WeakValueDictionary()
+        self.lock = threading.Lock()
+        self.pid, self._writer, self.last_ts, self.counter = -1, "", 0, 0
+
+    @property
+    def writer(self) -> str:
+        with self.lock:
+            if self.pid != os.getpid():  # a forked child must not reuse its parent's keys
+                self.pid, self._writer, self.counter = os.getpid(), os.urandom(6).hex(), 0
+            return self._writer
+
+    def next_key(self, seen_ts: int) -> tuple[str, int]:
+        writer = self.writer
+        with self.lock:
+            self.last_ts = max(time.time_ns() // 1000, self.last_ts, seen_ts + 1)
+            self.counter += 1
+            return f"{self.last_ts:017d}.{writer}.{self.counter:010d}", self.last_ts
+
+    def log(self, session_id: str) -> _Log:
+        with self.lock:
+            found = self.sessions.get(session_id)
+            if found is None:
+                found = self.sessions[session_id] = _Log()
+            return found
+
+
+_STORES: weakref.WeakKeyDictionary[ChromaStore, _Chats] = weakref.WeakKeyDictionary()
+_STORES_LOCK = threading.Lock()
+
+
+def _chats(mem: Memento) -> _Chats:
+    with _STORES_LOCK:
+        found = _STORES.get(mem._store)
+        if found is None:
+            found = _STORES[mem._store] = _Chats(mem._store)
+        return found
+
+
+def _twin(method: Callable[Concatenate[C, P], R]) -> Callable[Concatenate[C, P], Awaitable[R]]:
+    """The async twin of a method: same signature and docstring, run off the event loop."""
+
+    @functools.wraps(method)
+    async def twin(self: C, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        return await asyncio.to_thread(method, self, *args, **kwargs)
+
+    return twin
+
+
+class ChatMemory:
+    """The working memory of one session: a window over its history (see the module docs).
+
+    ``initial`` seeds a session that has no history yet: messages, or ``FromSession(...)``.
+    Nothing touches the store until the first call, so building one never blocks.
+    """
+
+    def __init__(
+        self,
+        mem: Memento,
+        session_id: str,
+        *,
+        scope: Scope | None = None,
+        policy: WindowPolicy | None = None,
+        initial: FromSession | Iterable[Message | Mapping[str, Any]] | None = None,
+        counter: TokenCounter | None = None,
+        summarizer: Summarizer | None = None,
+    ) -> None:
+        _check_session(session_id)
+        if scope is not None and scope.session_id not in (None, session_id):
+            raise InvalidScope(f"scope.session_id {scope.session_id!r} is not {session_id!r}")
+        if policy is not None and not isinstance(policy, WindowPolicy):
+            raise InvalidInput(f"policy must be a WindowPolicy, got {type(policy).__name__}")
+        self.session_id = session_id
+        self.scope = (scope or Scope()).with_session(session_id)
+        self.policy = policy or WindowPolicy()
+        self.counter = counter or default_counter()
+        self.summarizer = summarizer or ExtractiveSummarizer()
+        if initial is None or isinstance(initial, FromSession):
+            self._initial: FromSession | list[Message] | None = initial
+        else:
+            self._initial = [as_message(m) for m in initial]
+        self._mem = mem
+        self._chats = _chats(mem)
+        self._log = self._chats.log(session_id)
+        self._costs: dict[str, int] = {}
+
+    def append(self, message: Message | Mapping[str, Any], *, no_save: bool = False) -> Message:
+        """Add a message (or an OpenAI-style dict); returns it as stored, with ``id``.
+
+        A system message replaces the current one, or is ignored if it says the same. A tool
+        result must answer a tool call in the window, once. With ``no_save`` the message is
+        checked and returned but written nowhere: the turn leaves no trace in history or memory.
+        """
+        return self.extend([message], no_save=no_save)[0]
+
+    def extend(
+        self, messages: Iterable[Message | Mapping[str, Any]], *, no_save: bool = False
+    ) -> list[Message]:
+        """Append several messages in order: all are stored, or (on an error) none."""
+        checked = [as_message(m) for m in messages]
+        if no_save:
+            return checked
+        with self._log.lock:
+            self._ready()
+            return self._commit(checked)
+
+    def set_system(self, content: str | Message) -> Message:
+        """Set the system message (kept in every window, counted in a token budget)."""
+        return self.append(content if isinstance(content, Message) else Message.system(content))
+
+    def window(self, *, no_history: bool = False) -> list[Message]:
+        """The current context, oldest first, the system message first. With ``no_history``
+        only the system message: answer this turn without the session's earlier messages."""
+        with self._log.lock:
+            self._ready()
+            system = [self._log.system] if self._log.system else []
+            return system if no_history else system + _visible(self._log.tail)
+
+    def tokens(self) -> int:
+        """The window's size in tokens, per-message overhead included."""
+        return sum(self._cost(m) for m in self.window())
+
+    def history(self) -> list[Message]:
+        """Every message ever appended to this session (evicted ones too), oldest first."""
+        return history(self._mem, self.session_id)
+
+    def reset(self, *, purge: bool = False) -> None:
+        """Empty the window, system message included; history is kept. ``purge`` deletes the
+        session's messages from the store for good (episodic archives made of them remain)."""
+        log = self._log
+        with log.lock:
+            if not purge:
+                self._ready()
+                self._reset()
+                return
+            self._chats.collection.delete(where={"session": self.session_id})
+            log.tail, log.system, log.pending, log.marks = [], None, [], dict(_NO_MARKS)
+            log.loaded = True
+
+    def archive(self, summarizer: Summarizer | None = None) -> str:
+        """Summarise the whole session into an episodic memory (see ``summarize_thread``)."""
+        chosen = summarizer or self.summarizer
+        return summarize_thread(self._mem, self.session_id, summarizer=chosen, scope=self.scope)
+
+    aappend = _twin(append)
+    aextend = _twin(extend)
+    aset_system = _twin(set_system)
+    awindow = _twin(window)
+    atokens = _twin(tokens)
+    ahistory = _twin(history)
+    areset = _twin(reset)
+    aarchive = _twin(archive)
+
+    # ------------------------------------------------------------------ window
+
+    def _cost(self, message: Message) -> int:
+        key = message.id or ""
+        if key not in self._costs:
+            self._costs[key] = count_message(message, self.counter)
+        return self._costs[key]
+
+    def _over(self, tail: list[Message], system: Message | None) -> bool:
+        visible = _visible(tail)
+        if self.policy.max_messages is not None and len(visible) > self.policy.max_messages:
+            return True
+        if self.policy.max_tokens is None:
+            return False
+        used = sum(self._cost(m) for m in visible) + (self._cost(system) if system else 0)
+        return used > self.policy.max_tokens
+
+    def _fit(
+        self, tail: list[Message], system: Message | None
+    ) -> tuple[list[Message], list[Message]]:
+        """Drop the oldest message (and orphaned tool results before it) until the window fits."""
+        evicted: list[Message] = []
+        while tail and self._over(tail, system):
+            first = next((n for n, m in enumerate(tail) if m.role is not Role.TOOL), len(tail))
+            evicted += tail[: first + 1]
+            tail = tail[first + 1 :]
+        return tail, evicted
+
+    def _commit(self, incoming: list[Message]) -> list[Message]:
+        log = self._log
+        tail, system, evicted = list(log.tail), log.system, []
+        result: list[Message] = []
+        fresh: list[Message] = []
+        for message in incoming:
+            key, ts = self._chats.next_key(log.seen_ts)
+            message = dataclasses.replace(message, id=key, created_at=from_micros(ts))
+            unit = [message]
+            if message.role is Role.SYSTEM:
+                if system is not None and message == system:
+                    result.append(system)
+                    continue
+                system = message
+            else:
+                if message.role is Role.TOOL:
+                    unit = _answered_call(message, _visible(tail)) + unit
+                tail.append(message)
+            tail, dropped = self._fit(tail, system)
+            evicted += dropped
+            kept = message.role is Role.SYSTEM or any(m.id == key for m in _visible(tail))
+            if not kept or self._over([], system):
+                raise self._too_large(unit, system)
+            result.append(message)
+            fresh.append(message)
+        snap, pending = self._overflow(evicted)
+        self._write(fresh, {"start": _start(tail, evicted, log.marks["start"]), "snap": snap})
+        log.tail, log.system, log.pending = tail, system, pending
+        return result
+
+    def _too_large(self, unit: list[Message], system: Message | None) -> MessageTooLarge:
+        message, policy = unit[-1], self.policy
+        if policy.max_messages is not None and len(unit) > policy.max_messages:
+            return MessageTooLarge(
+                f"this tool result and the call it answers make {len(unit)} messages; the "
+                f"window holds {policy.max_messages}",
+                size=len(unit),
+                budget=policy.max_messages,
+            )
+        size = sum(self._cost(m) for m in unit)
+        budget = policy.max_tokens or 0
+        room = budget - (self._cost(system) if system and system is not message else 0)
+        what = "with the tool call it answers " if message.role is Role.TOOL else ""
+        return MessageTooLarge(
+            f"a {message.role.value} message of {size} tokens {what}does not fit a {budget}-token"
+            f" window ({room} left beside the system message); shorten it or raise max_tokens",
+            size=size,
+            budget=budget,
+        )
+
+    def _reset(self) -> None:
+        log = self._log
+        self._overflow([], force=True)
+        key, _ = self._chats.next_key(log.seen_ts)
+        newest = max((m.id or "" for m in log.tail), default="")
+        marker = max(key, f"{newest}~") if newest else key
+        self._write([], {"start": marker, "floor": marker, "snap": marker})
+        log.tail, log.system, log.pending = [], None, []
+
+    def _overflow(
+        self, evicted: list[Message], *, force: bool = False
+    ) -> tuple[str, list[Message] | None]:
+        """Archive evicted messages into episodic memory once a chunk of them has gathered.
+
+        Runs before the eviction is written: if archiving fails, nothing changed. Returns the
+        new archive mark and the messages still waiting (to store after the write succeeds).
+        """
+        log = self._log
+        if not self.policy.snapshot_on_overflow or not (evicted or force):
+            return log.marks["snap"], log.pending
+        pending = log.pending
+        if pending is None:
+            pending = self._read_range(log.marks["snap"], log.marks["start"])
+        pending = pending + [m for m in evicted if m.role is not Role.SYSTEM]
+        size = len(pending)
+        if self.policy.max_tokens is not None:
+            size = sum(self._cost(m) for m in pending)
+        if not pending or (size < self.policy.chunk and not force):
+            return log.marks["snap"], pending
+        # InvalidInput: the evicted messages hold no text (bare tool calls, empty results).
+        with contextlib.suppress(InvalidInput):
+            _archive(self._mem, self.summarizer, pending, self.scope, reason="overflow")
+        return pending[-1].id or "", []
+
+    # ----------------------------------------------------------------- storage
+
+    def _ready(self) -> None:
+        """Load the session once, catch up with other writers, expire it, keep it in policy."""
+        log = self._log
+        if not log.loaded:
+            self._load()
+        elif self._chats.shared:
+            self._sync()
+        if self.policy.ttl is not None and (log.tail or log.system):
+            idle = utcnow() - (from_micros(log.last_ts) or utcnow())
+            if idle > self.policy.ttl:
+                self._reset()
+        tail, evicted = self._fit(log.tail, log.system)
+        if evicted:
+            snap, pending = self._overflow(evicted)
+            self._write([], {"start": _start(tail, evicted, log.marks["start"]), "snap": snap})
+            log.tail, log.pending = tail, pending
+
+    def _load(self) -> None:
+        log, sid, col = self._log, self.session_id, self._chats.collection
+        for _, meta, _ in _query(col, {"session": sid, "kind": "mark"}):
+            self._take_marks(meta)
+        self._take(_query(col, {"session": sid, "kind": "message", "ts": _since(log, "start")}))
+        self._take(_query(col, {"session": sid, "role": "system", "ts": _since(log, "floor")}))
+        log.loaded = True
+        if log.marks["start"] or log.tail or log.system or self._initial is None:
+            return
+        seed = self._initial
+        if isinstance(seed, FromSession):
+            earlier = [m for m in history(self._mem, seed.session_id) if m.role is not Role.SYSTEM]
+            seed = _visible(earlier[-seed.last :]) if seed.last > 0 else []
+        if seed:
+            self._commit([dataclasses.replace(m, id=None, created_at=None) for m in seed])
+
+    def _sync(self) -> None:
+        """Pick up what other writers (other processes) recorded since this one last looked."""
+        log = self._log
+        where = {
+            "session": self.session_id,
+            "writer": {"$ne": self._chats.writer},
+            "ts": {"$gte": log.seen_ts - LOOKBACK_MICROS},
+        }
+        records = _query(self._chats.collection, where)
+        for _, meta, _ in records:
+            if meta["kind"] == "mark":
+                self._take_marks(meta)
+        self._take(records)
+
+    def _take_marks(self, meta: Mapping[str, Any]) -> None:
+        log = self._log
+        for name in log.marks:
+            log.marks[name] = max(log.marks[name], str(meta[name]))
+        log.seen_ts = max(log.seen_ts, int(meta["ts"]))
+
+    def _take(self, records: list[tuple[str, Mapping[str, Any], str]]) -> None:
+        """Merge message records into the window state, in key order."""
+        log = self._log
+        known = {m.id for m in log.tail} | {log.system.id if log.system else None}
+        for record_id, meta, document in records:
+            if meta["kind"] != "message" or record_id in known:
+                continue
+            log.seen_ts = max(log.seen_ts, int(meta["ts"]))
+            log.last_ts = max(log.last_ts, int(meta["ts"]))
+            message = _decode(record_id, meta, document)
+            if message.role is not Role.SYSTEM:
+                bisect.insort(log.tail, message, key=lambda m: m.id or "")
+            elif log.system is None or record_id > (log.system.id or ""):
+                log.system = message
+        log.tail = [m for m in log.tail if (m.id or "") >= log.marks["start"]]
+        if log.system is not None and (log.system.id or "") < log.marks["floor"]:
+            log.system = None
+
+    def _read_range(self, after: str, before: str) -> list[Message]:
+        where = {"session": self.session_id, "kind": "message", "ts": {"$gte": _ts(after)}}
+        found = [_decode(*r) for r in _query(self._chats.collection, where)]
+        return [m for m in found if after < (m.id or "") < before and m.role is not Role.SYSTEM]
+
+    def _write(self, messages: list[Message], marks: Mapping[str, str]) -> None:
+        """One upsert: the new messages and, if a mark moved, this writer's mark record."""
+        log, chats = self._log, self._chats
+        base = {"session": self.session_id, "writer": chats.writer}
+        ids = [m.id or "" for m in messages]
+        documents = [m.content for m in messages]
+        metadatas = [{**base, **_encode(m, self.scope)} for m in messages]
+        moved = {name: max(log.marks[name], marks.get(name, "")) for name in log.marks}
+        if moved != log.marks:
+            _, ts = chats.next_key(log.seen_ts)
+            ids.append(f"mark:{chats.writer}:{self.session_id}")
+            documents.append("")
+            metadatas.append({**base, "kind": "mark", "ts": ts, **moved})
+        if not ids:
+            return
+        chats.collection.upsert(
+            ids=ids,
+            embeddings=[PLACEHOLDER_VECTOR] * len(ids),
+            documents=documents,
+            metadatas=metadatas,
+        )
+        log.marks = moved
+        for meta in metadatas:
+            log.seen_ts = max(log.seen_ts, meta["ts"])
+            if meta["kind"] == "message":
+                log.last_ts = max(log.last_ts, meta["ts"])
+
+
+def history(mem: Memento, session_id: str) -> list[Message]:
+    """Every message of a session, evicted ones included, oldest first."""
+    _check_session(session_id)
+    where = {"session": session_id, "kind": "message"}
+    return [_decode(*r) for r in _query(_chats(mem).collection, where)]
+
+
+def summarize_thread(
+    mem: Memento,
+    session_id: str,
+    *,
+    summarizer: Summarizer | None = None,
+    scope: Scope | None = None,
+) -> str:
+    """Write an episodic memory summarising the whole session; returns its id.
+
+    ``origin_trace`` names the session and every message summarised. The default summarizer
+    is deterministic, so archiving an unchanged session again returns the same memory.
+    ``scope`` defaults to the scope the session's messages were written with.
+    """
+    _check_session(session_id)
+    records = _query(_chats(mem).collection, {"session": session_id, "kind": "message"})
+    messages = [m for m in (_decode(*r) for r in records) if m.role is not Role.SYSTEM]
+    if not messages:
+        raise InvalidInput(f"session {session_id!r} has no messages to summarise")
+    if scope is None:
+        meta = records[-1][1]
+        scope = Scope(
+            user_id=meta["user_id"] or None,
+            agent_id=meta["agent_id"] or None,
+            project_id=meta["project_id"] or None,
+        )
+    chosen = summarizer or ExtractiveSummarizer()
+    return _archive(mem, chosen, messages, scope.with_session(session_id), reason="thread")
+
+
+def _archive(
+    mem: Memento, summarizer: Summarizer, messages: list[Message], scope: Scope, *, reason: str
+) -> str:
+    sid = scope.session_id
+    return mem.remember(
+        summarizer.summarize(messages),
+        scope=scope,
+        type="episodic",
+        title=f"Chat session {sid}" if reason == "thread" else f"Earlier in chat session {sid}",
+        source="chat",
+        tags=["chat-archive" if reason == "thread" else "chat-overflow"],
+        origin_trace={"session_id": sid, "reason": reason, "messages": [m.id for m in messages]},
+    )
+
+
+def _check_session(session_id: object) -> None:
+    if check_scope_value(session_id, "session_id") is None:
+        raise InvalidScope("a chat needs a session_id")
+
+
+def _visible(tail: Sequence[Message]) -> list[Message]:
+    """The tail without tool results whose call has left it."""
+    calls: set[str] = set()
+    out: list[Message] = []
+    for message in tail:
+        if message.role is Role.TOOL and message.tool_call_id not in calls:
+            continue
+        calls.update(call.id for call in message.tool_calls)
+        out.append(message)
+    return out
+
+
+def _answered_call(result: Message, window: list[Message]) -> list[Message]:
+    """The window from the assistant message whose call ``result`` answers; refuses orphans."""
+    for n, message in enumerate(window):
+        if any(call.id == result.tool_call_id for call in message.tool_calls):
+            if any(m.tool_call_id == result.tool_call_id for m in window[n:]):
+                raise InvalidInput(f"tool call {result.tool_call_id!r} already has a result")
+            return window[n:]
+    raise InvalidInput(
+        f"a tool result for call {result.tool_call_id!r} answers no tool call in the window"
+    )
+
+
+def _start(tail: list[Message], evicted: list[Message], start: str) -> str:
+    if tail:
+        return tail[0].id or ""
+    return f"{evicted[-1].id}~" if evicted else start
+
+
+def _ts(key: str) -> int:
+    return int(key[:17]) if key else 0
+
+
+def _since(log: _Log, mark: str) -> dict[str, int]:
+    return {"$gte": _ts(log.marks[mark])}
+
+
+def _encode(message: Message, scope: Scope) -> dict[str, Any]:
+    form = message.to_openai()
+    del form["content"]
+    return {
+        "kind": "message",
+        "ts": _ts(message.id or ""),
+        "role": message.role.value,
+        "user_id": scope.user_id or "",
+        "agent_id": scope.agent_id or "",
+        "project_id": scope.project_id or "",
+        "doc": json.dumps(form, ensure_ascii=False),
+    }
+
+
+def _decode(record_id: str, meta: Mapping[str, Any], document: str) -> Message:
+    message = Message.from_openai({**json.loads(meta["doc"]), "content": document})
+    return dataclasses.replace(message, id=record_id, created_at=from_micros(int(meta["ts"])))
+
+
+def _query(collection: Any, where: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any], str]]:
+    """(id, metadata, document) of the records matching every clause, sorted by id (key)."""
+    clauses = [{name: value} for name, value in where.items()]
+    out: list[tuple[str, Mapping[str, Any], str]] = []
+    while True:
+        page = collection.get(
+            where={"$and": clauses}, include=["metadatas", "documents"], limit=PAGE, offset=len(out)
+        )
+        out += zip(page["ids"], page["metadatas"], (d or "" for d in page["documents"]))
+        if len(page["ids"]) < PAGE:
+            return sorted(out, key=lambda record: record[0])

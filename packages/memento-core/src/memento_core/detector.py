@@ -1,0 +1,480 @@
+"""Hotword detection in streamed text: one Aho–Corasick automaton per hotword set, shared by every
+conversation, and a small state per conversation.
+
+Matching happens on normalised text (``memento_core.normalisation``), so composed and decomposed
+Hangul, letter case and runs of whitespace make no difference. The automaton runs over the UTF-8
+bytes of that text: pyahocorasick looks a node's children up one by one, and Hangul gives the root
+node thousands of children as characters but only a few as bytes (about 10x faster in the
+benchmark). UTF-8 is self-synchronising, so byte matches are exactly character matches.
+
+Rules, in the order they apply:
+
+- Substring matching by default: ``34`` matches inside ``2345``, ``도손`` inside ``도손에서``.
+  With ``word_boundary=True``, a variant edge that is a letter, digit or ``_`` of a space-separated
+  script (Latin, Greek, Cyrillic, ...) must not touch another such character: ``34`` no longer
+  matches in ``2345`` but still does in ``34번가``; Hangul and CJK edges stay substring matches,
+  so ``Jo Malone을`` still matches ``Jo Malone``.
+- A match counts only in the final normalised text, so one that ends on the last character of a
+  chunk may have to wait for the next chunk (or ``flush``): an accent or a decomposed Hangul vowel
+  in the next chunk could still change that character, and in word-boundary mode the next
+  character decides. This is what makes the detections independent of the chunking.
+- Each uid fires at most once per conversation; once it has, its variants are ignored.
+- Events are released chunk by chunk. When several variants of one uid complete in the same chunk,
+  the earliest-listed is reported. Within a chunk, uids fire in the order their first match ended;
+  uids whose matches end at the same character fire in uid order.
+- ``flush`` ends a text (a user message, or a model's reply): pending decisions are settled with the
+  end of text as a boundary, and no hotword spans two texts. The fired uids are kept.
+
+The uids fired, and their order, are the same whatever the chunking. The variant reported can
+differ when two variants of one uid complete in different places, e.g. ``조 말론`` then
+``조 말론 런던``: fed whole, both complete in one chunk and the earlier-listed wins; streamed,
+the first to complete does.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections import deque
+from collections.abc import AsyncGenerator, AsyncIterable, Callable, Generator, Iterable
+from typing import Any, Generic, TypeVar
+
+import ahocorasick
+
+from memento_core.errors import InvalidInput
+from memento_core.events import (
+    MAX_EVENT_BYTES,
+    HotwordDetected,
+    HotwordEvent,
+    MemoryDict,
+    encode_payload,
+    json_string_bytes,
+    memory_dict_bytes,
+)
+from memento_core.hotwords import HotwordEntry, HotwordSet
+from memento_core.normalisation import StreamNormaliser
+
+__all__ = ["Conversation", "HotwordDetector", "adetect_stream", "detect_stream"]
+
+MAX_CONNECTION_ID_CHARS = 256
+
+T = TypeVar("T")
+
+# Scripts written without spaces between words (or, for Hangul, with particles glued on): their
+# letters never count as word characters for the word-boundary rule.
+_UNSPACED_SCRIPTS = (
+    (0x0E00, 0x0EFF),  # Thai, Lao
+    (0x1000, 0x109F),  # Myanmar
+    (0x1100, 0x11FF),  # Hangul Jamo
+    (0x1780, 0x17FF),  # Khmer
+    (0x2E80, 0x2FDF),  # CJK radicals
+    (0x3000, 0x9FFF),  # kana, Hangul compatibility jamo, CJK ideographs
+    (0xA960, 0xA97F),  # Hangul Jamo Extended-A
+    (0xAC00, 0xD7FF),  # Hangul syllables, Jamo Extended-B
+    (0xF900, 0xFAFF),  # CJK compatibility ideographs
+    (0xFF65, 0xFFDC),  # halfwidth kana and Hangul
+    (0x20000, 0x3FFFF),  # CJK extensions
+)
+
+# A key's value in the automaton: (length in bytes, check the start boundary, check the end
+# boundary, ((entry index, variant index), ...) for every uid the key belongs to).
+_Target = tuple[int, bool, bool, tuple[tuple[int, int], ...]]
+# A match waiting for its decision: (chunk serial, end byte, entry index, variant index, check end).
+_Candidate = tuple[int, int, int, int, bool]
+
+
+def _is_word_char(char: str) -> bool:
+    if not (char.isalnum() or char == "_"):
+        return False
+    code = ord(char)
+    return not any(low <= code <= high for low, high in _UNSPACED_SCRIPTS)
+
+
+def _char_at(window: str, index: int) -> str:
+    """The character whose UTF-8 lead byte is at ``window[index]`` (``window`` holds bytes as
+    Latin-1 characters)."""
+    lead = ord(window[index])
+    size = 1 if lead < 0x80 else 2 if lead < 0xE0 else 3 if lead < 0xF0 else 4
+    return window[index : index + size].encode("latin-1").decode("utf-8", "surrogatepass")
+
+
+def _char_before(window: str, index: int) -> str:
+    start = index - 1
+    while start > 0 and 0x80 <= ord(window[start]) < 0xC0:  # skip continuation bytes
+        start -= 1
+    return _char_at(window, start)
+
+
+def _byte_length(text: str) -> int:
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+
+
+def _as_bytes_text(text: str) -> str:
+    """UTF-8 bytes of ``text`` as a Latin-1 string, the alphabet the automaton runs on.
+
+    Lone surrogates in conversation text are passed through ("surrogatepass"): their bytes can
+    never be part of a hotword, and refusing them would break a stream mid-way.
+    """
+    return text if text.isascii() else text.encode("utf-8", "surrogatepass").decode("latin-1")
+
+
+class HotwordDetector:
+    """The automaton for one ``HotwordSet``, built once and shared by all its conversations.
+
+    Building takes about a second per 100,000 variants. The detector is read-only once built, so
+    conversations in any number of tasks or threads may share it; one ``Conversation`` must be fed
+    by one task at a time. Keep one detector per ``hotword_set.fingerprint`` (and mode) and build a
+    new one only when the fingerprint changes.
+    """
+
+    def __init__(self, hotword_set: HotwordSet, *, word_boundary: bool = False) -> None:
+        if not isinstance(hotword_set, HotwordSet):
+            raise InvalidInput(f"expected a HotwordSet, got {type(hotword_set).__name__}")
+        self.hotword_set = hotword_set
+        self.word_boundary = word_boundary
+        self._entries: tuple[HotwordEntry, ...] = tuple(hotword_set)
+        self._payload_messages: dict[int, tuple[str, int]] = {}
+        self._automaton: Any = None
+        self._longest = 0
+        keys: dict[str, tuple[str, list[tuple[int, int]]]] = {}
+        for entry_index, entry in enumerate(self._entries):
+            seen: set[str] = set()
+            for variant_index, form in enumerate(entry.matched_forms):
+                if form not in seen:  # variants that normalise alike: the first one is reported
+                    seen.add(form)
+                    key = _as_bytes_text(form)
+                    keys.setdefault(key, (form, []))[1].append((entry_index, variant_index))
+        if keys:
+            automaton = ahocorasick.Automaton()
+            for key, (form, targets) in keys.items():
+                check_start = word_boundary and _is_word_char(form[0])
+                check_end = word_boundary and _is_word_char(form[-1])
+                target: _Target = (len(key), check_start, check_end, tuple(targets))
+                automaton.add_word(key, target)
+                self._longest = max(self._longest, len(key))
+            automaton.make_automaton()
+            self._automaton = automaton
+        # Bytes of recent text a conversation keeps: the longest key plus one character before it.
+        self._window_bytes = self._longest + 8
+
+    @property
+    def fingerprint(self) -> str:
+        return self.hotword_set.fingerprint
+
+    def conversation(self, connection_id: str) -> Conversation:
+        """A new conversation: its own position in the text and its own set of fired uids."""
+        return Conversation(self, connection_id)
+
+    def _new_search(self, prefix: str = "") -> Any:
+        """A pyahocorasick search iterator, advanced over ``prefix`` without reporting matches."""
+        search = self._automaton.iter(prefix)
+        for _ in search:
+            pass
+        return search
+
+    def _events_for(
+        self, connection_id: str, entry_index: int, variant_index: int
+    ) -> list[HotwordEvent]:
+        """``hotword_detected``, then ``memory_dict`` if the entry has a payload that fits."""
+        entry = self._entries[entry_index]
+        hotword = entry.variants[variant_index]
+        events: list[HotwordEvent] = [
+            HotwordDetected(connection_id, entry.primary, hotword, entry.uid)
+        ]
+        if entry.payload is not None:
+            cached = self._payload_messages.get(entry_index)
+            if cached is None:  # encode each payload once, not once per conversation
+                message = encode_payload(entry.payload)
+                cached = self._payload_messages[entry_index] = (message, json_string_bytes(message))
+            message, message_bytes = cached
+            size = memory_dict_bytes(
+                connection_id=connection_id,
+                msg_bytes=message_bytes,
+                hotword=hotword,
+                hotword_uid=entry.uid,
+            )
+            if size <= MAX_EVENT_BYTES:
+                events.append(MemoryDict(connection_id, message, hotword, entry.uid))
+        return events
+
+    def _uid_of(self, entry_index: int) -> str:
+        return self._entries[entry_index].uid
+
+
+def _check_connection_id(value: object) -> str:
+    if not isinstance(value, str) or not value:
+        raise InvalidInput(f"connection_id must be a non-empty string, got {value!r}")
+    if len(value) > MAX_CONNECTION_ID_CHARS:
+        raise InvalidInput(f"connection_id is longer than {MAX_CONNECTION_ID_CHARS} characters")
+    if any(unicodedata.category(ch) in ("Cc", "Cs") for ch in value):
+        raise InvalidInput(f"connection_id holds a control character: {value!r}")
+    return value
+
+
+class Conversation:
+    """One conversation's detection state: a few hundred bytes, whatever the set's size."""
+
+    __slots__ = (
+        "_detector",
+        "_fired",
+        "_groups",
+        "_normaliser",
+        "_origin",
+        "_pending",
+        "_provisional",
+        "_recent",
+        "_recent_start",
+        "_released_serials",
+        "_search",
+        "_serial",
+        "_trim_at",
+        "connection_id",
+    )
+
+    def __init__(self, detector: HotwordDetector, connection_id: str) -> None:
+        self.connection_id = _check_connection_id(connection_id)
+        self._detector = detector
+        self._fired: set[int] = set()  # entry indices
+        self._serial = 0  # chunks fed so far; tags matches with the chunk they completed in
+        self._pending: list[_Candidate] = []
+        # Decided matches by chunk serial: entry index -> (first end, earliest variant index).
+        self._groups: dict[int, dict[int, tuple[int, int]]] = {}
+        self._released_serials: list[int] = []
+        self._normaliser = StreamNormaliser()
+        self._search: Any = None
+        # Trimming ``_recent`` only once it is this long keeps the cost per chunk at one short
+        # concatenation.
+        self._trim_at = 4 * detector._window_bytes + 512
+        self._start_text()
+
+    def _start_text(self) -> None:
+        self._normaliser.reset()
+        if self._detector._automaton is not None:
+            self._search = self._detector._new_search()
+        # Positions are byte offsets into the normalised text since the text began.
+        self._origin = 0  # where the search iterator started
+        self._recent = ""  # at least the last window_bytes fed, for boundary checks and replays
+        self._recent_start = 0  # where _recent starts; it always ends where the text fed ends
+        self._provisional = ""  # the end of the text fed, which may still change
+
+    @property
+    def fired_uids(self) -> frozenset[str]:
+        """The uids that have fired in this conversation."""
+        return frozenset(self._detector._uid_of(index) for index in self._fired)
+
+    @property
+    def pending(self) -> bool:
+        """Whether a match at the end of the text waits for the next chunk (or ``flush``)."""
+        return bool(self._pending)
+
+    def feed(self, text_chunk: str) -> list[HotwordEvent]:
+        """Feed the next chunk of a streamed text; return the events decided by it.
+
+        A hotword that ends exactly at the end of this chunk may be reported by the next ``feed``
+        or by ``flush`` (see the module docstring); ``detect_stream`` keeps such a chunk back so
+        its events still come first.
+        """
+        if not isinstance(text_chunk, str):
+            raise InvalidInput(f"chunk text must be a string, got {type(text_chunk).__name__}")
+        self._serial += 1
+        search = self._search
+        if search is None:  # an empty hotword set
+            return []
+        replace, delta, provisional = self._normaliser.push(text_chunk)
+        if replace:
+            self._drop_provisional()
+            search = self._search
+        self._provisional = provisional
+        if delta:
+            encoded = delta if delta.isascii() else _as_bytes_text(delta)
+            self._recent += encoded  # until trimmed below, it covers every byte a check needs
+            search.set(encoded)
+            for end_index, target in search:
+                self._add_candidates(self._origin + end_index, target)
+            if len(self._recent) > self._trim_at:
+                released = self._settle(end_of_text=False) if self._pending else []
+                self._trim_recent()
+                return released
+        if self._pending:
+            return self._settle(end_of_text=False)
+        return []
+
+    def flush(self) -> list[HotwordEvent]:
+        """End the current text: settle what is pending. The next ``feed`` starts a new text."""
+        released = self._settle(end_of_text=True) if self._pending else []
+        self._start_text()
+        return released
+
+    def feed_message(self, text: str) -> list[HotwordEvent]:
+        """Feed a whole message (such as a user's input): ``feed`` then ``flush``."""
+        return self.feed(text) + self.flush()
+
+    def _oldest_open_chunk(self) -> int | None:
+        """The serial of the oldest chunk whose events are not all decided, or None."""
+        if not self._pending and not self._groups:
+            return None
+        serials = [candidate[0] for candidate in self._pending]
+        serials.extend(self._groups)
+        return min(serials)
+
+    def _discard_text(self) -> None:
+        """End the current text without firing anything still undecided."""
+        self._pending = []
+        self._groups = {}
+        self._start_text()
+
+    def _end(self) -> int:
+        """Where the text fed so far ends."""
+        return self._recent_start + len(self._recent)
+
+    def _trim_recent(self) -> None:
+        keep = self._detector._window_bytes + _byte_length(self._provisional)
+        self._recent_start += len(self._recent) - keep
+        self._recent = self._recent[-keep:]
+
+    def _add_candidates(self, end: int, target: _Target) -> None:
+        key_bytes, check_start, check_end, targets = target
+        start = end - key_bytes + 1
+        if (
+            check_start
+            and start > 0
+            and _is_word_char(_char_before(self._recent, start - self._recent_start))
+        ):
+            return
+        for entry_index, variant_index in targets:
+            if entry_index not in self._fired:
+                self._pending.append((self._serial, end, entry_index, variant_index, check_end))
+
+    def _drop_provisional(self) -> None:
+        """The provisional tail changed: forget it and put the automaton back just before it."""
+        stable_end = self._end() - _byte_length(self._provisional)
+        self._pending = [c for c in self._pending if c[1] < stable_end]
+        self._recent = self._recent[: stable_end - self._recent_start]
+        prefix = self._recent[-self._detector._window_bytes :]
+        self._search = self._detector._new_search(prefix)
+        self._origin = stable_end - len(prefix)
+
+    def _settle(self, *, end_of_text: bool) -> list[HotwordEvent]:
+        text_end = self._end()
+        stable_end = text_end if end_of_text else text_end - _byte_length(self._provisional)
+        undecided: list[_Candidate] = []
+        for candidate in self._pending:
+            serial, end, entry_index, variant_index, check_end = candidate
+            if end >= stable_end:
+                undecided.append(candidate)
+                continue
+            if check_end and end + 1 < text_end:
+                if _is_word_char(_char_at(self._recent, end + 1 - self._recent_start)):
+                    continue  # runs on into a word: not a match
+            elif check_end and not end_of_text:
+                undecided.append(candidate)  # the next character has not arrived yet
+                continue
+            group = self._groups.setdefault(serial, {})
+            first_end, best_variant = group.get(entry_index, (end, variant_index))
+            group[entry_index] = (min(first_end, end), min(best_variant, variant_index))
+        self._pending = undecided
+        return self._release()
+
+    def _release(self) -> list[HotwordEvent]:
+        """Turn every fully decided chunk's matches into events, oldest chunk first.
+
+        ``_released_serials`` gets, for each event, the serial of the chunk it completed in.
+        """
+        blocked = min((candidate[0] for candidate in self._pending), default=None)
+        released: list[HotwordEvent] = []
+        serials: list[int] = []
+        for serial in sorted(self._groups):
+            if blocked is not None and serial >= blocked:
+                break
+            group = self._groups.pop(serial)
+            for entry_index, (_, variant_index) in sorted(
+                group.items(), key=lambda item: (item[1][0], item[0])
+            ):
+                if entry_index in self._fired:
+                    continue
+                self._fired.add(entry_index)
+                events = self._detector._events_for(self.connection_id, entry_index, variant_index)
+                released.extend(events)
+                serials.extend(serial for _ in events)
+        self._released_serials = serials
+        return released
+
+
+class _Interleaver(Generic[T]):
+    """Puts each chunk after the events it completed, holding it back while they are pending."""
+
+    def __init__(self, conversation: Conversation) -> None:
+        self._conversation = conversation
+        self._held: deque[tuple[int, T]] = deque()
+        self._events: deque[tuple[int, HotwordEvent]] = deque()
+        self.finished = False
+
+    def push(self, chunk: T, text: str) -> list[T | HotwordEvent]:
+        conversation = self._conversation
+        events = conversation.feed(text)
+        if events:
+            self._events.extend(zip(conversation._released_serials, events))
+        self._held.append((conversation._serial, chunk))
+        return self._drain(conversation._oldest_open_chunk())
+
+    def finish(self) -> list[T | HotwordEvent]:
+        self.finished = True
+        conversation = self._conversation
+        events = conversation.flush()
+        if events:
+            self._events.extend(zip(conversation._released_serials, events))
+        return self._drain(None)
+
+    def abandon(self) -> None:
+        """The consumer stopped early: end the text without firing what it never saw."""
+        if not self.finished:
+            self._conversation._discard_text()
+
+    def _drain(self, oldest_open: int | None) -> list[T | HotwordEvent]:
+        out: list[T | HotwordEvent] = []
+        while self._held:
+            serial, chunk = self._held[0]
+            while self._events and self._events[0][0] <= serial:
+                out.append(self._events.popleft()[1])
+            if oldest_open is not None and serial >= oldest_open:
+                break
+            self._held.popleft()
+            out.append(chunk)
+        if oldest_open is None:
+            out.extend(event for _, event in self._events)
+            self._events.clear()
+        return out
+
+
+def detect_stream(
+    conversation: Conversation, chunks: Iterable[T], text_of: Callable[[T], str] = str
+) -> Generator[T | HotwordEvent, None, None]:
+    """Yield ``chunks`` unchanged, with each ``HotwordEvent`` just before the chunk that completed
+    its hotword; the stream's end is the end of the text (``flush``).
+
+    ``text_of`` extracts the text of a chunk object, e.g. ``lambda c: c.content`` for LangChain
+    message chunks. A chunk that ends exactly on a hotword is held back until the next chunk shows
+    the match is final, so that its events can still come first.
+    """
+    interleaver: _Interleaver[T] = _Interleaver(conversation)
+    try:
+        for chunk in chunks:
+            yield from interleaver.push(chunk, text_of(chunk))
+        yield from interleaver.finish()
+    finally:
+        interleaver.abandon()
+
+
+async def adetect_stream(
+    conversation: Conversation, chunks: AsyncIterable[T], text_of: Callable[[T], str] = str
+) -> AsyncGenerator[T | HotwordEvent, None]:
+    """``detect_stream`` for an async iterable. The work per chunk is a few microseconds of CPU, so
+    it runs inline without blocking the event loop."""
+    interleaver: _Interleaver[T] = _Interleaver(conversation)
+    try:
+        async for chunk in chunks:
+            for item in interleaver.push(chunk, text_of(chunk)):
+                yield item
+        for item in interleaver.finish():
+            yield item
+    finally:
+        interleaver.abandon()

@@ -1,0 +1,218 @@
+"""Plugins: pluggy hooks, the ``memento`` entry-point group, and the registries built from them.
+
+This module is the only place that calls hooks; the rest of core uses its typed functions.
+Plugins load lazily, once, on first use. ``MEMENTO_BLOCK_PLUGINS=name,name`` blocks plugins by
+their entry-point name (or ``builtins`` for core's own). Core's built-ins register through the
+same hooks as third-party plugins.
+
+A plugin is a module listed under ``[project.entry-points.memento]`` with functions decorated
+``@memento_core.plugins.hookimpl`` named after the hooks in ``MementoHooks``.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from importlib import import_module
+from importlib.metadata import entry_points, version
+from typing import TYPE_CHECKING, Any
+
+import pluggy
+
+if TYPE_CHECKING:
+    from memento_core.embedding import Embedder
+    from memento_core.memento import Memento
+    from memento_core.model import MemoryItem, Scope
+    from memento_core.ranking import Recalled
+    from memento_core.summarize import Summarizer
+
+PROJECT = "memento"
+ENTRY_POINT_GROUP = "memento"
+BLOCK_VARIABLE = "MEMENTO_BLOCK_PLUGINS"
+BUILTINS = "builtins"
+
+hookspec = pluggy.HookspecMarker(PROJECT)
+hookimpl = pluggy.HookimplMarker(PROJECT)
+
+
+@dataclass(frozen=True)
+class AdapterInfo:
+    """A framework adapter, as its plugin describes it."""
+
+    name: str
+    framework: str
+    package: str
+    description: str
+    conformance_driver: str | None = None
+    """``module:callable`` taking a ``Memento`` and returning a ``memento_core.testing``
+    driver, so the cross-adapter conformance suite can run this adapter."""
+
+    def load_driver(self) -> Callable[[Memento], Any]:
+        if not self.conformance_driver:
+            raise LookupError(f"adapter {self.name!r} ships no conformance driver")
+        module, _, attribute = self.conformance_driver.partition(":")
+        factory: Callable[[Memento], Any] = getattr(import_module(module), attribute)
+        return factory
+
+
+class MementoHooks:
+    """The hook specifications. Implementations are called with keyword arguments only."""
+
+    @hookspec
+    def memento_register_adapters(self, register: Callable[[AdapterInfo], None]) -> None:
+        """Called once when plugins load. Call ``register(AdapterInfo(...))`` for each framework
+        adapter the plugin provides. Keep it cheap: import the framework lazily."""
+
+    @hookspec
+    def memento_register_embedders(
+        self, register: Callable[[str, Callable[..., Embedder]], None]
+    ) -> None:
+        """Called once when plugins load. Call ``register(name, factory)``; ``factory(**options)``
+        returns an ``Embedder``. ``memento_core.plugins.embedder(name)`` builds one."""
+
+    @hookspec
+    def memento_register_summarizers(
+        self, register: Callable[[str, Callable[..., Summarizer]], None]
+    ) -> None:
+        """Called once when plugins load. Call ``register(name, factory)``; ``factory(**options)``
+        returns a ``Summarizer`` (used by ``summarize_thread`` and ``sleep``)."""
+
+    @hookspec
+    def memento_on_remember(self, memento: Memento, items: list[MemoryItem]) -> None:
+        """Called after memories were stored (new or replaced), with the stored items. An
+        observer: the return value is ignored; an exception propagates to the caller."""
+
+    @hookspec
+    def memento_on_recall(
+        self, memento: Memento, query: str, scope: Scope, results: list[Recalled]
+    ) -> None:
+        """Called after a recall with its results, best first. An observer."""
+
+    @hookspec
+    def memento_on_hotword(self, event: Any) -> None:
+        """Called for every hotword event a detector emits (``memento_core.events``). An
+        observer; keep it fast — it runs on the streaming path."""
+
+
+class _Registry:
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.manager: pluggy.PluginManager | None = None
+        self.adapters: dict[str, AdapterInfo] = {}
+        self.embedders: dict[str, Callable[..., Embedder]] = {}
+        self.summarizers: dict[str, Callable[..., Summarizer]] = {}
+        self.distributions: dict[str, str] = {}
+
+
+_registry = _Registry()
+
+
+def blocked_names() -> set[str]:
+    return {name.strip() for name in os.environ.get(BLOCK_VARIABLE, "").split(",") if name.strip()}
+
+
+def manager() -> pluggy.PluginManager:
+    """The plugin manager, loading every plugin on first call (idempotent and thread-safe)."""
+    with _registry.lock:
+        if _registry.manager is None:
+            _registry.manager = _load()
+        return _registry.manager
+
+
+def _load() -> pluggy.PluginManager:
+    pm = pluggy.PluginManager(PROJECT)
+    pm.add_hookspecs(MementoHooks)
+    blocked = blocked_names()
+    for name in blocked:
+        pm.set_blocked(name)
+    if BUILTINS not in blocked:
+        from memento_core import builtins
+
+        pm.register(builtins, name=BUILTINS)
+        _registry.distributions[BUILTINS] = f"memento-core {version('memento-core')}"
+    for entry in entry_points(group=ENTRY_POINT_GROUP):
+        if entry.name in blocked or pm.has_plugin(entry.name):
+            continue
+        pm.register(entry.load(), name=entry.name)
+        dist = entry.dist
+        _registry.distributions[entry.name] = f"{dist.name} {dist.version}" if dist else "?"
+    pm.check_pending()
+    pm.hook.memento_register_adapters(register=_add_adapter)
+    pm.hook.memento_register_embedders(register=_add(_registry.embedders))
+    pm.hook.memento_register_summarizers(register=_add(_registry.summarizers))
+    return pm
+
+
+def _add_adapter(info: AdapterInfo) -> None:
+    _registry.adapters[info.name] = info
+
+
+def _add(table: dict[str, Any]) -> Callable[[str, Any], None]:
+    def register(name: str, factory: Any) -> None:
+        table[name] = factory
+
+    return register
+
+
+def reset() -> None:
+    """Forget loaded plugins so the next use loads them again (tests; after ``pip install``)."""
+    with _registry.lock:
+        _registry.manager = None
+        _registry.adapters.clear()
+        _registry.embedders.clear()
+        _registry.summarizers.clear()
+        _registry.distributions.clear()
+
+
+def adapters() -> dict[str, AdapterInfo]:
+    manager()
+    return dict(_registry.adapters)
+
+
+def embedder(name: str, **options: Any) -> Embedder:
+    manager()
+    try:
+        factory = _registry.embedders[name]
+    except KeyError:
+        known = ", ".join(sorted(_registry.embedders)) or "none"
+        raise LookupError(f"no embedder named {name!r} is registered (known: {known})") from None
+    return factory(**options)
+
+
+def summarizer(name: str = "extractive", **options: Any) -> Summarizer:
+    manager()
+    try:
+        factory = _registry.summarizers[name]
+    except KeyError:
+        known = ", ".join(sorted(_registry.summarizers)) or "none"
+        raise LookupError(f"no summarizer named {name!r} is registered (known: {known})") from None
+    return factory(**options)
+
+
+def installed() -> dict[str, str]:
+    """Loaded plugins: entry-point name → "distribution version"."""
+    manager()
+    return dict(_registry.distributions)
+
+
+def registered_names() -> dict[str, list[str]]:
+    manager()
+    return {
+        "adapters": sorted(_registry.adapters),
+        "embedders": sorted(_registry.embedders),
+        "summarizers": sorted(_registry.summarizers),
+    }
+
+
+def notify_remember(memento: Memento, items: list[MemoryItem]) -> None:
+    manager().hook.memento_on_remember(memento=memento, items=items)
+
+
+def notify_recall(memento: Memento, query: str, scope: Scope, results: list[Recalled]) -> None:
+    manager().hook.memento_on_recall(memento=memento, query=query, scope=scope, results=results)
+
+
+def notify_hotword(event: Any) -> None:
+    manager().hook.memento_on_hotword(event=event)

@@ -1,0 +1,202 @@
+"""The cross-adapter conformance scenarios, reusable by any adapter (no pytest needed).
+
+An adapter proves it keeps Memento's contract by offering a *driver*: a small object that
+performs the scenario steps through the adapter's own framework API (its store, memory class,
+tool, …). Every scenario takes drivers over ONE shared ``Memento`` — opened with
+``track_usage=False`` so that recalling does not change later scores — and raises
+``ConformanceError`` with a message saying what differed.
+
+A third-party adapter registers its driver factory in ``AdapterInfo.conformance_driver``
+(see ``memento_core.plugins``) and runs ``run_all(drivers)`` in its own tests.
+"""
+
+from __future__ import annotations
+
+import math
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+from memento_core.memento import Memento
+from memento_core.model import Scope
+
+SCORE_TOLERANCE = 1e-6
+
+
+class ConformanceError(AssertionError):
+    """An adapter behaved differently from core."""
+
+
+@dataclass(frozen=True)
+class Hit:
+    memory_id: str
+    score: float
+
+
+@runtime_checkable
+class ConformanceDriver(Protocol):
+    """The steps each scenario needs, done through one adapter's framework API."""
+
+    name: str
+
+    def remember(self, text: str, *, user_id: str) -> str:
+        """Store ``text`` as a private memory of ``user_id``; return the Memento memory id."""
+        ...
+
+    def recall(self, query: str, *, user_id: str, limit: int) -> list[Hit]:
+        """Recall for ``user_id``, best first, with Memento's scores."""
+        ...
+
+    def forget(self, memory_id: str, *, user_id: str) -> None:
+        """Forget (hard) a memory of ``user_id``."""
+        ...
+
+    def hotword_events(self, chunks: Sequence[str], *, connection_id: str) -> list[dict[str, Any]]:
+        """Stream ``chunks`` through the framework's streaming path; return the hotword events
+        (as ``to_dict()`` dictionaries) in the order they were emitted."""
+        ...
+
+
+class CoreDriver:
+    """The reference: core's own API."""
+
+    name = "core"
+
+    def __init__(self, mem: Memento) -> None:
+        self.mem = mem
+
+    def remember(self, text: str, *, user_id: str) -> str:
+        return self.mem.remember(text, scope=Scope(user_id=user_id))
+
+    def recall(self, query: str, *, user_id: str, limit: int) -> list[Hit]:
+        results = self.mem.recall(query, scope=Scope(user_id=user_id), limit=limit)
+        return [Hit(r.item.id, r.score) for r in results]
+
+    def forget(self, memory_id: str, *, user_id: str) -> None:
+        self.mem.forget(memory_id, hard=True)
+
+    def hotword_events(self, chunks: Sequence[str], *, connection_id: str) -> list[dict[str, Any]]:
+        from memento_core.detector import detect_stream
+        from memento_core.events import HotwordEvent
+
+        conversation = self.mem.hotword_detector().conversation(connection_id)
+        return [
+            piece.to_dict()
+            for piece in detect_stream(conversation, list(chunks))
+            if isinstance(piece, HotwordEvent)
+        ]
+
+
+FACTS = (
+    "Mina keeps her bicycle in the blue shed behind the library.",
+    "Mina's favourite tea is a smoky lapsang souchong.",
+    "Mina is learning the cello and practises on Tuesdays.",
+    "The team retrospective moved to Thursday afternoons.",
+)
+QUERIES = ("where is the bicycle kept?", "what tea does Mina like?", "when is cello practice?")
+
+
+def _user() -> str:
+    return f"conformance-{uuid.uuid4().hex[:10]}"
+
+
+def _same(a: list[Hit], b: list[Hit]) -> bool:
+    return [h.memory_id for h in a] == [h.memory_id for h in b] and all(
+        math.isclose(x.score, y.score, abs_tol=SCORE_TOLERANCE) for x, y in zip(a, b)
+    )
+
+
+def check_cross_recall(drivers: Sequence[ConformanceDriver]) -> None:
+    """A memory written through any driver is recalled through every other, in the same
+    order with the same scores (the shared store must not track usage, so scores stay put)."""
+    reference = drivers[0]
+    for writer in drivers:
+        user = _user()
+        ids = {writer.remember(text, user_id=user) for text in FACTS}
+        for query in QUERIES:
+            expected = reference.recall(query, user_id=user, limit=len(FACTS))
+            if {h.memory_id for h in expected} != ids:
+                raise ConformanceError(
+                    f"{reference.name} recalled {len(expected)} of the {len(ids)} memories "
+                    f"{writer.name} wrote, for {query!r}"
+                )
+            for reader in drivers[1:]:
+                got = reader.recall(query, user_id=user, limit=len(FACTS))
+                if not _same(got, expected):
+                    raise ConformanceError(
+                        f"{reader.name} answers {query!r} differently from {reference.name}: "
+                        f"{[(h.memory_id[:8], round(h.score, 4)) for h in got]} vs "
+                        f"{[(h.memory_id[:8], round(h.score, 4)) for h in expected]}"
+                    )
+
+
+def check_scope_isolation(drivers: Sequence[ConformanceDriver]) -> None:
+    """Another user's private memory never appears, whichever driver wrote or reads it."""
+    for writer in drivers:
+        owner, stranger = _user(), _user()
+        secret = writer.remember("The vault combination is 31-07-44.", user_id=owner)
+        for reader in drivers:
+            hits = reader.recall("vault combination", user_id=stranger, limit=10)
+            if any(h.memory_id == secret for h in hits):
+                raise ConformanceError(
+                    f"{reader.name} showed another user a private memory {writer.name} wrote"
+                )
+            if not any(
+                h.memory_id == secret
+                for h in reader.recall("vault combination", user_id=owner, limit=10)
+            ):
+                raise ConformanceError(f"{reader.name} did not show its owner a private memory")
+
+
+def check_forgetting(drivers: Sequence[ConformanceDriver]) -> None:
+    """A memory forgotten through any driver disappears through every driver."""
+    for forgetter in drivers:
+        user = _user()
+        memory_id = drivers[0].remember(
+            "The spare key hides under the third flowerpot.", user_id=user
+        )
+        forgetter.forget(memory_id, user_id=user)
+        for reader in drivers:
+            if any(
+                h.memory_id == memory_id for h in reader.recall("spare key", user_id=user, limit=10)
+            ):
+                raise ConformanceError(
+                    f"{reader.name} still recalls a memory {forgetter.name} forgot"
+                )
+
+
+def check_hotwords(drivers: Sequence[ConformanceDriver], mem: Memento) -> None:
+    """The same chunked stream gives the same hotword events through every streaming path."""
+    mem.remember(
+        "Do Son is a seaside town near Hai Phong.",
+        scope=Scope(user_id=_user()),
+        privacy="public",
+        hotwords=["도손", "Do Son"],
+        data={"place": "Do Son", "country": "Vietnam"},
+    )
+    chunks = ["We drove to Do", " So", "n last summer; 도", "손 was lovely. Do Son again!"]
+    expected = drivers[0].hotword_events(chunks, connection_id="conformance")
+    if not expected:
+        raise ConformanceError(f"{drivers[0].name} detected no hotword in the stream")
+    for driver in drivers[1:]:
+        got = driver.hotword_events(chunks, connection_id="conformance")
+        if got != expected:
+            raise ConformanceError(f"{driver.name} emitted {got!r}, core emitted {expected!r}")
+
+
+SCENARIOS: dict[str, Callable[..., None]] = {
+    "cross_recall": check_cross_recall,
+    "scope_isolation": check_scope_isolation,
+    "forgetting": check_forgetting,
+    "hotwords": check_hotwords,
+}
+
+
+def run_all(drivers: Sequence[ConformanceDriver], mem: Memento) -> None:
+    """Every scenario, core's driver first. Raises ``ConformanceError`` on the first failure."""
+    for name, scenario in SCENARIOS.items():
+        if name == "hotwords":
+            scenario(drivers, mem)
+        else:
+            scenario(drivers)

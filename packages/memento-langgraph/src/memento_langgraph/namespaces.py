@@ -1,0 +1,109 @@
+"""How a LangGraph namespace and key map onto one Memento memory.
+
+One item ``(namespace, key)`` is one memory:
+
+- **id**: ``"lgs-"`` + a hash of the store's project, the namespace and the key, so a put
+  replaces the memory in place (Memento keeps its ``created_at`` and sets ``updated_at``).
+- **scope**: ``user_id`` is the namespace label at ``user_label`` (default 1, the LangMem
+  convention ``("memories", user_id)``; ``None`` for no user); ``project_id`` is the store's
+  project (default ``"langgraph"``); privacy is ``team``. So the store (which searches as its
+  project) sees every item, a recall for a user sees that user's items and nobody else's, and
+  ``erase_user`` erases them.
+- **tags**: one per namespace prefix, the root included (``lg:ns:``, ``lg:ns:memories``,
+  ``lg:ns:memories.alice``: labels cannot hold ``.``, so the join is unambiguous; a prefix too
+  long for a tag is hashed, ``lg:ns#…``), plus ``lg:indexed`` when the item was embedded.
+  Searching a namespace prefix is then a tag filter that core pushes into the Chroma query.
+- **origin_trace**: ``{"langgraph_store": {"namespace": [...], "key": ...}}``, which is how an
+  item is read back (hashed tags cannot be reversed).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from langgraph.store.base import InvalidNamespaceError, MatchCondition
+
+from memento_core import MemoryItem, Scope
+
+__all__ = ["INDEXED_TAG", "NamespaceMapping", "matches_condition"]
+
+INDEXED_TAG = "lg:indexed"
+"""Carried by items whose fields were embedded; unindexed items never take part in ranking."""
+TRACE_KEY = "langgraph_store"
+MAX_TAG_CHARS = 128
+MAX_DEPTH = 62
+"""Deepest namespace: Memento allows 64 tags, one per prefix plus the root and ``lg:indexed``."""
+
+
+@dataclass(frozen=True)
+class NamespaceMapping:
+    """Namespace ↔ scope and tags, for one store (see the module docstring)."""
+
+    project_id: str = "langgraph"
+    user_label: int | None = 1
+
+    def memory_id(self, namespace: Sequence[str], key: str) -> str:
+        # NUL cannot occur in a label; the key comes last, so any key is unambiguous.
+        raw = "\x00".join([self.project_id, *namespace]) + "\x1e" + key
+        return "lgs-" + hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()[:40]
+
+    def scope(self, namespace: Sequence[str]) -> Scope:
+        user = None
+        if self.user_label is not None and len(namespace) > self.user_label:
+            user = namespace[self.user_label]
+        return Scope(user_id=user, project_id=self.project_id)
+
+    def viewer(self) -> Scope:
+        """The scope the store reads as: every team item of its project."""
+        return Scope(project_id=self.project_id)
+
+    def tags(self, namespace: Sequence[str], *, indexed: bool) -> list[str]:
+        if len(namespace) > MAX_DEPTH:
+            raise InvalidNamespaceError(
+                f"namespace {tuple(namespace)} has {len(namespace)} labels; "
+                f"MementoStore keeps at most {MAX_DEPTH}"
+            )
+        tags = [prefix_tag(namespace[:depth]) for depth in range(len(namespace) + 1)]
+        return [*tags, INDEXED_TAG] if indexed else tags
+
+    def trace(self, namespace: Sequence[str], key: str) -> dict[str, Any]:
+        return {TRACE_KEY: {"namespace": list(namespace), "key": key}}
+
+    def address(self, item: MemoryItem) -> tuple[tuple[str, ...], str] | None:
+        """The ``(namespace, key)`` of one of this store's items; None for any other memory."""
+        if item.scope.project_id != self.project_id or not isinstance(item.origin_trace, Mapping):
+            return None
+        trace = item.origin_trace.get(TRACE_KEY)
+        if not isinstance(trace, Mapping):
+            return None
+        namespace, key = tuple(trace.get("namespace") or ()), trace.get("key")
+        if not namespace or not isinstance(key, str):
+            return None
+        if self.memory_id(namespace, key) != item.id:
+            return None
+        return namespace, key
+
+
+def prefix_tag(prefix: Sequence[str]) -> str:
+    joined = ".".join(prefix)
+    tag = "lg:ns:" + joined
+    if len(tag) <= MAX_TAG_CHARS:
+        return tag
+    return "lg:ns#" + hashlib.sha256(joined.encode("utf-8", "surrogatepass")).hexdigest()[:40]
+
+
+def matches_condition(condition: MatchCondition, namespace: tuple[str, ...]) -> bool:
+    """A prefix or suffix pattern, where ``"*"`` stands for any one label."""
+    path = tuple(condition.path)
+    if len(path) > len(namespace):
+        return False
+    if condition.match_type == "prefix":
+        part = namespace[: len(path)]
+    elif condition.match_type == "suffix":
+        part = namespace[len(namespace) - len(path) :]
+    else:
+        raise ValueError(f"unknown namespace match type {condition.match_type!r}")
+    return all(want in ("*", label) for want, label in zip(path, part))

@@ -1,0 +1,200 @@
+"""What the MCP tools and resources return: pydantic models, so clients get an output schema."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import BaseModel, Field
+
+from memento_core import FeedbackEvent, Link, MemoryItem, Recalled
+
+SNIPPET_CHARS = 240
+
+
+def memory_uri(memory_id: str) -> str:
+    return f"memory://{memory_id}"
+
+
+def snippet(text: str, width: int = SNIPPET_CHARS) -> str:
+    """The text on one line, cut at ``width`` characters with an ellipsis."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1].rstrip() + "…"
+
+
+class LinkView(BaseModel):
+    source_id: str
+    type: str
+    target_id: str
+    created_at: datetime
+    note: str | None = None
+
+    @classmethod
+    def of(cls, link: Link) -> LinkView:
+        return cls(
+            source_id=link.source_id,
+            type=link.type.value,
+            target_id=link.target_id,
+            created_at=link.created_at,
+            note=link.note,
+        )
+
+
+class MemoryView(BaseModel):
+    """One memory as ``memory://{id}`` shows it."""
+
+    id: str
+    uri: str
+    type: str
+    content: str
+    title: str | None
+    tags: list[str]
+    importance: float
+    pinned: bool
+    privacy: str
+    source: str
+    user_id: str | None
+    agent_id: str | None
+    project_id: str | None
+    session_id: str | None
+    created_at: datetime
+    updated_at: datetime | None
+    last_accessed_at: datetime | None
+    expires_at: datetime | None
+    review_due_at: datetime | None
+    access_count: int
+    feedback: dict[str, int]
+    superseded_by: str | None
+    links: list[LinkView] = Field(default_factory=list)
+
+    @classmethod
+    def of(cls, item: MemoryItem, links: list[Link] | None = None) -> MemoryView:
+        return cls(
+            id=item.id,
+            uri=memory_uri(item.id),
+            type=item.type.value,
+            content=item.content,
+            title=item.title,
+            tags=list(item.tags),
+            importance=item.importance,
+            pinned=item.pinned,
+            privacy=item.privacy.value,
+            source=item.source,
+            user_id=item.scope.user_id,
+            agent_id=item.scope.agent_id,
+            project_id=item.scope.project_id,
+            session_id=item.scope.session_id,
+            created_at=item.created_at,
+            updated_at=item.updated_at,
+            last_accessed_at=item.last_accessed_at,
+            expires_at=item.expires_at,
+            review_due_at=item.review_due_at,
+            access_count=item.access_count,
+            feedback=dict(item.feedback),
+            superseded_by=item.superseded_by,
+            links=[LinkView.of(link) for link in links or ()],
+        )
+
+
+class RecallHit(BaseModel):
+    id: str
+    uri: str
+    snippet: str
+    score: float
+    recall_reason: str = Field(description="Why it came back: each weighted part of the score.")
+    matched_terms: list[str]
+    type: str
+    tags: list[str]
+    pinned: bool
+    created_at: datetime
+
+    @classmethod
+    def of(cls, found: Recalled) -> RecallHit:
+        item = found.item
+        return cls(
+            id=item.id,
+            uri=memory_uri(item.id),
+            snippet=snippet(item.content),
+            score=round(found.score, 6),
+            recall_reason=str(found.reason),
+            matched_terms=list(found.reason.matched_terms),
+            type=item.type.value,
+            tags=list(item.tags),
+            pinned=item.pinned,
+            created_at=item.created_at,
+        )
+
+
+class RecallResult(BaseModel):
+    query: str
+    items: list[RecallHit]
+
+
+class Remembered(BaseModel):
+    memory_id: str
+    uri: str
+
+
+class PinState(BaseModel):
+    memory_id: str
+    pinned: bool
+
+
+class Forgotten(BaseModel):
+    memory_id: str
+    hard: bool
+    restorable: bool
+
+
+class ThreadSummary(BaseModel):
+    memory_id: str
+    uri: str
+    session_id: str
+    summary: str
+
+
+class FeedbackView(BaseModel):
+    memory_id: str
+    kind: str
+    score: float
+    at: datetime
+
+    @classmethod
+    def of(cls, event: FeedbackEvent) -> FeedbackView:
+        return cls(memory_id=event.memory_id, kind=event.kind.value, score=event.score, at=event.at)
+
+
+class DueItem(BaseModel):
+    id: str
+    uri: str
+    snippet: str
+    review_due_at: datetime | None
+    review_step: int
+
+    @classmethod
+    def of(cls, item: MemoryItem) -> DueItem:
+        return cls(
+            id=item.id,
+            uri=memory_uri(item.id),
+            snippet=snippet(item.content),
+            review_due_at=item.review_due_at,
+            review_step=item.review_step,
+        )
+
+
+class ReviewDue(BaseModel):
+    items: list[DueItem]
+
+
+class Reviewed(BaseModel):
+    memory_id: str
+    review_step: int
+    next_review_at: datetime | None
+
+
+class SleepSummary(BaseModel):
+    considered: int = Field(description="Unconsolidated episodes looked at.")
+    clusters: int
+    written: list[str] = Field(description="Ids of the semantic facts written.")
+    consolidated: list[str] = Field(description="Ids of the episodes folded into facts.")
+    merged: list[list[str]] = Field(description="(newer, older) near-duplicate facts merged.")
+    contradictions: list[list[str]] = Field(description="(newer, older) conflicting facts.")

@@ -1,0 +1,136 @@
+"""Shared fixtures: one embedding model per session, one real Chroma server, stores in both modes.
+
+Every store test runs twice, ``embedded`` (a Chroma directory under ``tmp_path``) and ``server``
+(the session's ``chroma run`` on loopback, with a collection prefix of its own so tests never see
+each other's data). ``-m "not server"`` skips the server runs without starting the server.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from uuid import uuid4
+
+import pytest
+
+from memento_core import Embedder, Memento, SentenceTransformerEmbedder
+
+# Importing memento_core loads neither huggingface_hub nor chromadb, so these still come first.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ["ANONYMIZED_TELEMETRY"] = "False"
+
+SERVER_START_SECONDS = 60
+
+
+@pytest.fixture(scope="session")
+def embedder() -> Embedder:
+    """The real all-MiniLM-L6-v2, loaded once (lazily, on first use) and shared by every store."""
+    return SentenceTransformerEmbedder()
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _answers(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{url}/api/v2/heartbeat", timeout=2) as response:
+            return bool(response.status == 200)
+    except OSError:
+        return False
+
+
+@pytest.fixture(scope="session")
+def chroma_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A real ``chroma run`` on a free loopback port for the whole session; yields its URL."""
+    chroma = Path(sys.executable).parent / "chroma"
+    if not chroma.exists():
+        pytest.fail(f"the chroma executable is missing: {chroma}")
+    root = tmp_path_factory.mktemp("chroma-server")
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    log_path = root / "server.log"
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(
+            [str(chroma), "run", "--path", str(root / "data"), "--port", str(port),
+             "--host", "127.0.0.1"],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, "ANONYMIZED_TELEMETRY": "False"},
+        )  # fmt: skip
+    try:
+        deadline = time.monotonic() + SERVER_START_SECONDS
+        while not _answers(url):
+            if process.poll() is not None or time.monotonic() > deadline:
+                output = log_path.read_text(errors="replace")
+                pytest.fail(
+                    f"chroma run did not answer at {url} (exit code {process.poll()}):\n{output}"
+                )
+            time.sleep(0.2)
+        yield url
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+class StoreFactory:
+    """Opens stores in one mode. The same ``name`` in the same test opens the same store again."""
+
+    def __init__(self, mode: str, embedder: Embedder, root: Path, url: str | None = None) -> None:
+        self.mode = mode
+        self.embedder = embedder
+        self.root = root
+        self.url = url
+        self._test_prefix = f"t{uuid4().hex[:12]}"
+
+    def open(self, name: str = "main", **options: Any) -> Memento:
+        """Open (or create) the store called ``name``; ``options`` go to ``Memento.open``."""
+        options.setdefault("embedder", self.embedder)
+        if self.mode == "embedded":
+            return Memento.open(self.root / name, **options)
+        return Memento.open(url=self.url, collection_prefix=f"{self._test_prefix}{name}", **options)
+
+
+MODES = ["embedded", pytest.param("server", marks=pytest.mark.server)]
+
+
+def _factory(request: pytest.FixtureRequest, embedder: Embedder, root: Path) -> StoreFactory:
+    if request.param == "server":
+        return StoreFactory("server", embedder, root, request.getfixturevalue("chroma_server"))
+    return StoreFactory("embedded", embedder, root)
+
+
+@pytest.fixture(params=MODES)
+def store_factory(
+    request: pytest.FixtureRequest, embedder: Embedder, tmp_path: Path
+) -> StoreFactory:
+    """Opens stores for one test, in each mode."""
+    return _factory(request, embedder, tmp_path)
+
+
+@pytest.fixture(scope="module", params=MODES)
+def module_store_factory(
+    request: pytest.FixtureRequest, embedder: Embedder, tmp_path_factory: pytest.TempPathFactory
+) -> StoreFactory:
+    """Opens stores shared by a whole module, in each mode (for tests that must not write)."""
+    return _factory(request, embedder, tmp_path_factory.mktemp("module-stores"))
+
+
+@pytest.fixture
+def mem(store_factory: StoreFactory) -> Iterator[Memento]:
+    """A fresh, empty store in the current mode."""
+    with store_factory.open() as store:
+        yield store

@@ -1,0 +1,458 @@
+"""Recall: hybrid relevance, ranking weights, filters, visibility and the reasons given."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from memento_core import (
+    InvalidFilter,
+    InvalidInput,
+    InvalidScope,
+    Memento,
+    MemoryDraft,
+    MemoryNotFound,
+    MemoryType,
+    Privacy,
+    RankingWeights,
+    Recalled,
+    RecallFilter,
+    Scope,
+)
+
+if TYPE_CHECKING:
+    from conftest import StoreFactory
+
+ANN = Scope(user_id="ann", agent_id="planner", project_id="apollo", session_id="s1")
+BEN = Scope(user_id="ben", agent_id="coder", project_id="apollo", session_id="s9")
+CAT = Scope(user_id="cat", project_id="gemini")
+ONLY = {"relevance": 0.0, "recency": 0.0, "importance": 0.0, "usage": 0.0}
+
+
+def only(component: str) -> dict[str, float]:
+    """Weights that rank by one component alone."""
+    return {**ONLY, component: 1.0}
+
+
+def ids(results: list[Recalled]) -> list[str]:
+    return [r.item.id for r in results]
+
+
+# ---------------------------------------------------------------------------- relevance
+
+
+def test_the_relevant_memory_comes_first(mem: Memento) -> None:
+    coffee = mem.remember("Ann takes her coffee black, without sugar", scope=ANN)
+    mem.remember_many(
+        [
+            MemoryDraft("The billing service runs on MariaDB 10.6", scope=ANN),
+            MemoryDraft("Ann's daughter starts school in September", scope=ANN),
+            MemoryDraft("The office closes early on Fridays", scope=ANN),
+            MemoryDraft("Deploys go out every Tuesday after the standup", scope=ANN),
+        ]
+    )
+    results = mem.recall("How does Ann like her coffee?", scope=ANN, limit=3)
+    assert ids(results)[0] == coffee
+    assert len(results) == 3
+    assert results[0].score > results[1].score >= results[2].score
+
+
+def test_recall_without_keyword_overlap_still_finds_the_meaning(mem: Memento) -> None:
+    car = mem.remember("My car broke down on the highway last night", scope=ANN)
+    mem.remember("I baked sourdough bread on Sunday", scope=ANN)
+    mem.remember("The quarterly taxes are due in April", scope=ANN)
+    results = mem.recall("vehicle trouble", scope=ANN, limit=1)
+    assert ids(results) == [car]
+    assert results[0].reason.keyword == 0.0
+    assert results[0].reason.matched_terms == ()
+
+
+def test_limit_caps_the_results(mem: Memento) -> None:
+    mem.remember_many([MemoryDraft(f"Note {n} about gardening", scope=ANN) for n in range(6)])
+    assert len(mem.recall("gardening", scope=ANN, limit=4)) == 4
+    assert len(mem.recall("gardening", scope=ANN, limit=10)) == 6
+
+
+@pytest.mark.parametrize(
+    ("query", "target", "distractors"),
+    [
+        (
+            "도손",
+            "도손의 해안 마을에서 휴가를 보냈다",
+            ["서울의 회의실에서 회의를 했다", "부산 해안에서 수영을 했다"],
+        ),
+        ("记忆", "长期记忆管理", ["短期计划安排", "长期项目管理"]),
+        ("東京", "来週は東京で会議があります", ["大阪でラーメンを食べました"]),
+    ],
+    ids=["korean", "chinese", "japanese"],
+)
+def test_bm25_finds_words_inside_cjk_text(
+    mem: Memento, query: str, target: str, distractors: list[str]
+) -> None:
+    target_id = mem.remember(target, scope=ANN)
+    mem.remember_many([MemoryDraft(text, scope=ANN) for text in distractors])
+    results = mem.recall(query, scope=ANN, limit=len(distractors) + 1)
+    assert ids(results)[0] == target_id
+    assert query in results[0].reason.matched_terms
+    assert results[0].reason.keyword == 1.0
+    assert all(r.reason.keyword == 0.0 for r in results[1:]), "no other text holds the word"
+
+    keyword_only = mem.recall(query, scope=ANN, limit=1, weights={**only("relevance"),
+                              "dense_share": 0.0})  # fmt: skip
+    assert ids(keyword_only) == [target_id]
+
+
+def test_keyword_search_matches_english_word_forms(mem: Memento) -> None:
+    target = mem.remember("We are migrating the databases to MariaDB", scope=ANN)
+    mem.remember("The cafeteria serves soup on Mondays", scope=ANN)
+    results = mem.recall("database migration", scope=ANN, limit=2)
+    assert ids(results)[0] == target
+    assert set(results[0].reason.matched_terms) == {"database", "migration"}
+
+
+# ------------------------------------------------------------------------------ reasons
+
+
+def test_reason_shows_components_and_matched_terms(mem: Memento) -> None:
+    mem.remember("Ann takes her coffee black", scope=ANN, importance=0.9)
+    hit = mem.recall("coffee preference", scope=ANN, limit=1)[0]
+    reason = hit.reason
+    assert reason.matched_terms == ("coffee",)
+    assert 0.0 < reason.dense <= 1.0
+    assert reason.keyword == 1.0
+    assert 0.0 < reason.relevance <= 1.0
+    assert 0.9 < reason.recency <= 1.0, "just remembered"
+    assert reason.importance == 0.9
+    assert reason.usage == 0.0, "never used before this recall"
+    assert reason.duplication == 0.0
+    w = reason.weights
+    expected = (
+        w.relevance * reason.relevance
+        + w.recency * reason.recency
+        + w.importance * reason.importance
+        + w.usage * reason.usage
+    )
+    assert hit.score == pytest.approx(expected)
+    text = str(reason)
+    for word in ("relevance", "dense", "keyword", "recency", "importance", "usage"):
+        assert word in text
+    assert "matched: coffee" in text
+
+
+# ------------------------------------------------------------------------------ weights
+
+
+def test_per_call_weights_change_the_order(mem: Memento) -> None:
+    plain = mem.remember("The team lunch is on Thursday at the Thai place", scope=ANN)
+    vital = mem.remember("Ann is allergic to peanuts", scope=ANN, importance=1.0)
+    by_relevance = mem.recall("team lunch Thursday", scope=ANN, limit=2)
+    assert ids(by_relevance) == [plain, vital]
+
+    by_importance = mem.recall(
+        "team lunch Thursday", scope=ANN, limit=2, weights=only("importance")
+    )
+    assert ids(by_importance) == [vital, plain]
+    assert by_importance[0].score == pytest.approx(1.0)
+    assert by_importance[1].score == pytest.approx(0.5)
+
+    as_object = RankingWeights(relevance=0, recency=0, importance=1, usage=0)
+    assert ids(mem.recall("team lunch Thursday", scope=ANN, limit=2, weights=as_object)) == [
+        vital,
+        plain,
+    ]
+    assert ids(mem.recall("team lunch Thursday", scope=ANN, limit=2)) == [plain, vital], (
+        "per-call weights must not change the store's weights"
+    )
+
+
+def test_store_weights_apply_to_every_call(mem: Memento) -> None:
+    plain = mem.remember("The team lunch is on Thursday at the Thai place", scope=ANN)
+    vital = mem.remember("Ann is allergic to peanuts", scope=ANN, importance=1.0)
+    mem.weights = RankingWeights(relevance=0, recency=0, importance=1, usage=0)
+    assert ids(mem.recall("team lunch Thursday", scope=ANN, limit=2)) == [vital, plain]
+
+
+def test_unknown_or_negative_weights_are_refused(mem: Memento) -> None:
+    mem.remember("anything at all", scope=ANN)
+    with pytest.raises(InvalidInput, match="unknown ranking weight"):
+        mem.recall("anything", scope=ANN, weights={"relevnace": 1.0})
+    with pytest.raises(InvalidInput, match="relevance"):
+        mem.recall("anything", scope=ANN, weights={"relevance": -1.0})
+
+
+def test_near_duplicates_are_pushed_down_so_results_are_diverse(mem: Memento) -> None:
+    first = mem.remember("The quarterly report is due on Friday at noon", scope=ANN)
+    second = mem.remember("The quarterly report is due on Friday at noon.", scope=ANN)
+    different = mem.remember("The annual report is due in December", scope=ANN)
+    query = "When is the quarterly report due?"
+
+    diverse = mem.recall(query, scope=ANN, limit=2)
+    assert different in ids(diverse)
+    assert len(set(ids(diverse)) & {first, second}) == 1
+
+    without_penalty = mem.recall(query, scope=ANN, limit=2, weights={"duplication": 0.0})
+    assert set(ids(without_penalty)) == {first, second}, "the two copies outrank the other"
+
+    all_three = mem.recall(query, scope=ANN, limit=3)
+    assert ids(all_three)[-1] in {first, second}
+    assert all_three[-1].reason.duplication > 0.0
+    assert "duplication" in str(all_three[-1].reason)
+
+
+def test_recency_alone_puts_the_newer_memory_first(mem: Memento) -> None:
+    now = datetime.now(timezone.utc)
+    old = mem.remember(
+        "Tea with Ben at the harbour", scope=ANN, created_at=now - timedelta(days=60)
+    )
+    new = mem.remember("Tea with Cat in the garden", scope=ANN, created_at=now - timedelta(hours=1))
+    results = mem.recall("tea", scope=ANN, limit=2, weights=only("recency"))
+    assert ids(results) == [new, old]
+    assert results[0].reason.recency > results[1].reason.recency
+    assert results[1].reason.recency == pytest.approx(0.25, abs=0.01), "two episodic half-lives"
+
+    later = mem.recall(
+        "tea", scope=ANN, limit=2, weights=only("recency"), now=now + timedelta(days=30)
+    )
+    assert later[0].reason.recency == pytest.approx(0.5, abs=0.01), "recency is measured at now="
+
+
+def test_recency_fades_by_memory_type(mem: Memento) -> None:
+    week_ago = datetime.now(timezone.utc) - timedelta(days=7)
+    fact = mem.remember("Fact: the VPN needs 2FA", scope=ANN, type="semantic", created_at=week_ago)
+    chat = mem.remember("Chat: asked about the VPN", scope=ANN, type="working", created_at=week_ago)
+    results = {r.item.id: r for r in mem.recall("VPN", scope=ANN, limit=2)}
+    assert results[fact].reason.recency > 0.9 > 0.1 > results[chat].reason.recency
+
+
+def test_recall_counts_a_use_of_each_result(mem: Memento) -> None:
+    hit = mem.remember("The wifi password is on the fridge", scope=ANN)
+    miss = mem.remember("The cat's vet appointment is on Monday", scope=ANN)
+    before = datetime.now(timezone.utc)
+    assert ids(mem.recall("wifi password", scope=ANN, limit=1)) == [hit]
+    assert ids(mem.recall("wifi password", scope=ANN, limit=1)) == [hit]
+    used = mem.get(hit)
+    assert used.access_count == 2
+    assert used.last_accessed_at is not None and used.last_accessed_at >= before
+    assert mem.get(miss).access_count == 0
+    assert mem.get(miss).last_accessed_at is None
+
+
+def test_recall_can_leave_usage_alone(store_factory: StoreFactory) -> None:
+    with store_factory.open(track_usage=False) as store:
+        memory_id = store.remember("Read-only recall", scope=ANN)
+        assert ids(store.recall("read-only recall", scope=ANN)) == [memory_id]
+        assert store.get(memory_id).access_count == 0
+
+
+def test_helpful_feedback_raises_usage(mem: Memento) -> None:
+    liked = mem.remember("Use the staging cluster for load tests", scope=ANN)
+    plain = mem.remember("Use the staging database for migrations", scope=ANN)
+    disliked = mem.remember("Use the staging bucket for uploads", scope=ANN)
+    mem.feedback(liked, "helpful")
+    mem.feedback(liked, "helpful")
+    mem.feedback(disliked, "not_helpful")
+    results = mem.recall("staging", scope=ANN, limit=3, weights=only("usage"))
+    assert ids(results)[0] == liked
+    usage = {r.item.id: r.reason.usage for r in results}
+    assert usage[liked] > usage[plain] == usage[disliked] == 0.0
+
+
+# ------------------------------------------------------------------------------ filters
+
+
+@pytest.fixture
+def catalogue(mem: Memento) -> dict[str, str]:
+    """Memories about deployments that differ in type, tags, time, privacy, agent and session."""
+    now = datetime.now(timezone.utc)
+    ann_other = Scope(user_id="ann", agent_id="reviewer", project_id="apollo", session_id="s2")
+    drafts = {
+        "old_episode": MemoryDraft("We deployed the API on a Friday and it broke", scope=ANN,
+                                   created_at=now - timedelta(days=40), tags=["deploy", "api"]),
+        "fact": MemoryDraft("Deployments need a second reviewer", scope=ANN, type="semantic",
+                            tags=["deploy", "policy"], privacy="team"),
+        "howto": MemoryDraft("To deploy, run make release then tag the commit", scope=ann_other,
+                             type="procedural", tags=["deploy", "howto"], privacy="public"),
+        "recent": MemoryDraft("The web deploy today went smoothly", scope=ANN,
+                              created_at=now - timedelta(days=2), tags=["deploy", "web"]),
+    }  # fmt: skip
+    return dict(zip(drafts, mem.remember_many(drafts.values())))
+
+
+def recalled_names(mem: Memento, catalogue: dict[str, str], **kwargs: Any) -> set[str]:
+    names = {v: k for k, v in catalogue.items()}
+    return {names[i] for i in ids(mem.recall("deploy", scope=ANN, limit=20, **kwargs))}
+
+
+def test_without_filters_every_memory_is_a_candidate(
+    mem: Memento, catalogue: dict[str, str]
+) -> None:
+    assert recalled_names(mem, catalogue) == set(catalogue)
+
+
+@pytest.mark.parametrize(
+    ("recall_filter", "expected"),
+    [
+        ({"types": "semantic"}, {"fact"}),
+        ({"types": ["semantic", MemoryType.PROCEDURAL]}, {"fact", "howto"}),
+        ({"tags": ["deploy"]}, {"old_episode", "fact", "howto", "recent"}),
+        ({"tags": ["deploy", "api"]}, {"old_episode"}),
+        ({"tags": ["api", "web"]}, set()),
+        ({"privacy": "team"}, {"fact"}),
+        ({"privacy": ["public", Privacy.TEAM]}, {"fact", "howto"}),
+        ({"agent_id": "reviewer"}, {"howto"}),
+        ({"session_id": "s1"}, {"old_episode", "fact", "recent"}),
+        ({"project_id": "gemini"}, set()),
+        ({"types": "episodic", "tags": ["web"]}, {"recent"}),
+    ],
+    ids=[
+        "one-type",
+        "two-types",
+        "one-tag",
+        "tags-are-anded",
+        "tags-anded-none",
+        "privacy",
+        "privacies",
+        "agent",
+        "session",
+        "project",
+        "type-and-tag",
+    ],
+)
+def test_filters_narrow_recall(
+    mem: Memento, catalogue: dict[str, str], recall_filter: dict[str, Any], expected: set[str]
+) -> None:
+    assert recalled_names(mem, catalogue, filter=recall_filter) == expected
+    as_object = RecallFilter.build(recall_filter)
+    assert recalled_names(mem, catalogue, filter=as_object) == expected
+
+
+def test_time_range_filters(mem: Memento, catalogue: dict[str, str]) -> None:
+    now = datetime.now(timezone.utc)
+    week = timedelta(days=7)
+    assert recalled_names(mem, catalogue, filter={"since": now - week}) == {
+        "fact",
+        "howto",
+        "recent",
+    }
+    assert recalled_names(mem, catalogue, filter={"until": now - week}) == {"old_episode"}
+    window = {"since": now - 3 * week, "until": now - timedelta(days=1)}
+    assert recalled_names(mem, catalogue, filter=window) == {"recent"}
+    naive = (now - week).replace(tzinfo=None)
+    assert recalled_names(mem, catalogue, filter={"until": naive}) == {"old_episode"}
+
+
+def test_include_deleted_filter_reaches_soft_forgotten_memories(
+    mem: Memento, catalogue: dict[str, str]
+) -> None:
+    mem.forget(catalogue["fact"])
+    assert "fact" not in recalled_names(mem, catalogue)
+    assert "fact" in recalled_names(mem, catalogue, filter={"include_deleted": True})
+
+
+# --------------------------------------------------------------------------- visibility
+
+
+@pytest.fixture
+def people(mem: Memento) -> dict[str, str]:
+    """The same topic remembered by three users with every privacy."""
+    drafts = {
+        "ann_private": MemoryDraft("Ann's surprise party plan for Friday", scope=ANN),
+        "ben_private": MemoryDraft("Ben's secret party plan: the cake is in my car", scope=BEN),
+        "ben_team": MemoryDraft("Team party plan: meet in room 4 on Friday", scope=BEN,
+                                privacy="team"),
+        "cat_team": MemoryDraft("Gemini team party plan: pizza on Friday", scope=CAT,
+                                privacy="team"),
+        "cat_public": MemoryDraft("Public notice: the office party is on Friday", scope=CAT,
+                                  privacy="public"),
+    }  # fmt: skip
+    return dict(zip(drafts, mem.remember_many(drafts.values())))
+
+
+def seen_by(mem: Memento, people: dict[str, str], scope: Scope, **kwargs: Any) -> set[str]:
+    names = {v: k for k, v in people.items()}
+    found = mem.recall("party plan Friday", scope=scope, limit=50, **kwargs)
+    return {names[i] for i in ids(found)}
+
+
+def test_each_user_sees_own_team_and_public_memories(mem: Memento, people: dict[str, str]) -> None:
+    assert seen_by(mem, people, ANN) == {"ann_private", "ben_team", "cat_public"}
+    assert seen_by(mem, people, BEN) == {"ben_private", "ben_team", "cat_public"}
+    assert seen_by(mem, people, CAT) == {"cat_team", "cat_public"}
+    outsider = Scope(user_id="dan", project_id="apollo")
+    assert seen_by(mem, people, outsider) == {"ben_team", "cat_public"}, "team = same project"
+    assert seen_by(mem, people, Scope(user_id="eve")) == {"cat_public"}, "public = everyone"
+
+
+def test_filters_never_widen_visibility(mem: Memento, people: dict[str, str]) -> None:
+    assert seen_by(mem, people, ANN, filter={"privacy": "private"}) == {"ann_private"}
+    assert seen_by(mem, people, ANN, filter={"agent_id": "coder", "session_id": "s9"}) == {
+        "ben_team"
+    }
+    assert seen_by(mem, people, ANN, filter={"project_id": "gemini"}) == {"cat_public"}
+    assert seen_by(mem, people, ANN, filter={"include_deleted": True}) == {
+        "ann_private",
+        "ben_team",
+        "cat_public",
+    }
+
+
+def test_a_hidden_memory_is_not_found_for_that_scope(mem: Memento, people: dict[str, str]) -> None:
+    secret = people["ben_private"]
+    with pytest.raises(MemoryNotFound):
+        mem.get(secret, scope=ANN)
+    assert mem.get(secret, scope=BEN).scope == BEN
+    assert secret not in {i.id for i in mem.items(scope=ANN)}
+    assert {i.id for i in mem.items(scope=ANN)} == {
+        people["ann_private"],
+        people["ben_team"],
+        people["cat_public"],
+    }
+
+
+def test_keyword_hits_do_not_leak_other_users_private_memories(
+    mem: Memento, people: dict[str, str]
+) -> None:
+    # "cake" occurs only in Ben's private memory: BM25 must not bring it to Ann.
+    for result in mem.recall("cake car", scope=ANN, limit=50):
+        assert result.item.id != people["ben_private"]
+        assert result.item.scope.user_id == "ann" or result.item.privacy is not Privacy.PRIVATE
+
+
+@pytest.mark.parametrize(
+    "injected", [{"$ne": "me"}, {"$in": ["ann", "ben"]}, {"$exists": True}, ["ben"]]
+)
+def test_operator_injection_through_a_scope_is_refused(
+    mem: Memento, people: dict[str, str], injected: object
+) -> None:
+    for field in ("user_id", "project_id", "agent_id", "session_id"):
+        with pytest.raises(InvalidScope, match=field):
+            Scope(**{field: injected})
+
+
+@pytest.mark.parametrize(
+    ("recall_filter", "word"),
+    [
+        ({"user_id": {"$ne": "x"}}, "unknown filter field"),
+        ({"user_id": "ben"}, "unknown filter field"),
+        ({"$or": [{"user_id": "ben"}]}, "unknown filter field"),
+        ({"tags": [{"$ne": 1}]}, "tag"),
+        ({"tags": {"$ne": 1}}, "tags"),
+        ({"agent_id": {"$ne": "x"}}, "agent_id"),
+        ({"session_id": {"$in": ["s1", "s9"]}}, "session_id"),
+        ({"project_id": {"$ne": "apollo"}}, "project_id"),
+        ({"privacy": {"$ne": "private"}}, "privacy"),
+        ({"types": {"$in": ["episodic"]}}, "types"),
+        ({"since": {"$gt": 0}}, "since"),
+        ({"include_deleted": {"$ne": False}}, "include_deleted"),
+    ],
+)
+def test_operator_injection_through_a_filter_is_refused(
+    mem: Memento, people: dict[str, str], recall_filter: dict[str, Any], word: str
+) -> None:
+    with pytest.raises(InvalidFilter, match=word):
+        mem.recall("party plan", scope=ANN, filter=recall_filter)
+    with pytest.raises(InvalidFilter):
+        RecallFilter.build(recall_filter)
+    assert seen_by(mem, people, ANN) == {"ann_private", "ben_team", "cat_public"}
