@@ -16,6 +16,7 @@ Latencies are wall-clock on whatever else the machine is doing; the load average
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import platform
@@ -43,46 +44,11 @@ REPO = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = REPO / "benchmarks" / "results"
 WINDOW_TOKENS = 2_000
 SCOPE = Scope(user_id="bench", agent_id="assistant")
-WORDS = [
-    "flight",
-    "hotel",
-    "Lisbon",
-    "budget",
-    "museum",
-    "train",
-    "dinner",
-    "booking",
-    "refund",
-    "weather",
-    "seat",
-    "window",
-    "airport",
-    "luggage",
-    "passport",
-    "visa",
-    "taxi",
-    "ferry",
-    "beach",
-    "castle",
-    "tram",
-    "tiles",
-    "bakery",
-    "wine",
-    "river",
-    "bridge",
-    "night",
-    "morning",
-    "ticket",
-    "price",
-    "change",
-    "cancel",
-    "confirm",
-    "email",
-    "receipt",
-    "card",
-    "upgrade",
-    "breakfast",
-]
+WORDS = (  # noqa: SIM905 - a vocabulary reads better as text than as 40 list lines
+    "flight hotel Lisbon budget museum train dinner booking refund weather seat window airport "
+    "luggage passport visa taxi ferry beach castle tram tiles bakery wine river bridge night "
+    "morning ticket price change cancel confirm email receipt card upgrade breakfast"
+).split()
 
 
 def conversation(count: int, seed: int = 7) -> Iterator[Message]:
@@ -173,7 +139,7 @@ def run_mode(mode: str, open_store: Callable[[], Memento], messages: int) -> dic
         archive_ms, memory_id = timed(lambda: summarize_thread(mem, "bench"))
         result["archive_ms"] = round(archive_ms, 1)
         result["archive_chars"] = len(mem.get(memory_id).content)
-        assert mem.get(memory_id).content == summary_text
+        assert summary_text in mem.get(memory_id).content
 
         snapshots = ChatMemory(
             mem, "bench-snapshots", scope=SCOPE, policy=WindowPolicy(max_tokens=WINDOW_TOKENS)
@@ -256,9 +222,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     for mode in args.modes.split(","):
         if mode == "embedded":
             path = Path(tempfile.mkdtemp(prefix="wm-bench-")) / "store"
-            modes.append(
-                run_mode(mode, lambda: Memento.open(path, embedder=embedder), args.messages)
-            )
+            opener = functools.partial(Memento.open, path, embedder=embedder)
+            modes.append(run_mode(mode, opener, args.messages))
         else:
             with chroma_server() as url:
                 modes.append(

@@ -5,22 +5,24 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import sys
-import time
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from memento_core import InvalidContent, InvalidInput, InvalidScope, Memento, MemoryType, Scope
+from memento_core import chat as chat_module
 from memento_core.chat import (
     ChatMemory,
     FromSession,
     MessageTooLarge,
     WindowPolicy,
+    erase_user_messages,
     history,
     summarize_thread,
 )
 from memento_core.messages import Message, Role, ToolCall, from_openai, to_openai
+from memento_core.model import utcnow
 from memento_core.tokens import MESSAGE_OVERHEAD, WordPieceCounter, count_message
 
 if TYPE_CHECKING:
@@ -228,7 +230,8 @@ def test_a_message_larger_than_the_window_is_refused_and_nothing_stored(mem: Mem
     memory.set_system("Be brief.")
     memory.append(Message.user("hello"))
     before_window, before_history = memory.window(), memory.history()
-    with pytest.raises(MessageTooLarge, match="does not fit a 50-token window") as caught:
+    message = "user message of 64 tokens beside a system message of 7 does not fit a 50-token"
+    with pytest.raises(MessageTooLarge, match=message) as caught:
         memory.append(Message.user("word " * 60))
     assert caught.value.size == 64 and caught.value.budget == 50
     assert isinstance(caught.value, InvalidInput)
@@ -245,6 +248,13 @@ def test_a_tool_exchange_larger_than_the_window_is_refused(mem: Memento) -> None
     with pytest.raises(MessageTooLarge, match="make 3 messages; the window holds 2"):
         memory.append(Message.tool("two", tool_call_id="b"))
     assert len(memory.history()) == 2
+
+
+def test_initial_memory_needs_a_real_session_and_count() -> None:
+    with pytest.raises(InvalidScope):
+        FromSession("")
+    with pytest.raises(InvalidInput, match="last"):
+        FromSession("old", last=0)
 
 
 @pytest.mark.parametrize(
@@ -350,16 +360,38 @@ def test_reset_keeps_history_and_purge_erases_it(mem: Memento) -> None:
     assert contents(memory.window()) == ["fresh start"]
 
 
-def test_window_expires_after_its_ttl(mem: Memento) -> None:
-    memory = chat(mem, max_messages=5, ttl=timedelta(milliseconds=50))
+def test_window_expires_after_its_ttl(mem: Memento, monkeypatch: pytest.MonkeyPatch) -> None:
+    memory = chat(mem, max_messages=5)
+    assert memory.policy.ttl == timedelta(hours=48)
     memory.append(Message.user("soon stale"))
-    time.sleep(0.2)
-    assert memory.window() == []
+    assert contents(memory.window()) == ["soon stale"]
+    later = utcnow() + timedelta(hours=48, minutes=1)
+    with monkeypatch.context() as patch:
+        patch.setattr(chat_module, "utcnow", lambda: later)
+        assert memory.window() == []
     memory.append(Message.user("new day"))
     assert contents(memory.window()) == ["new day"]
     assert contents(memory.history()) == ["soon stale", "new day"]
-    lasting = chat(mem, "lasting", max_messages=5)
-    assert lasting.policy.ttl == timedelta(hours=48)
+    forever = chat(mem, "forever", max_messages=5, ttl=None)
+    forever.append(Message.user("kept"))
+    with monkeypatch.context() as patch:
+        patch.setattr(chat_module, "utcnow", lambda: later + timedelta(days=365))
+        assert contents(forever.window()) == ["kept"]
+
+
+def test_erasing_a_user_deletes_their_chat_messages(mem: Memento) -> None:
+    ann = ChatMemory(
+        mem, "ann-chat", scope=Scope(user_id="ann"), policy=WindowPolicy(**NO_SNAPSHOT)
+    )
+    ben = ChatMemory(
+        mem, "ben-chat", scope=Scope(user_id="ben"), policy=WindowPolicy(**NO_SNAPSHOT)
+    )
+    ann.extend([Message.user("my address is 1 Main St"), Message.assistant("noted")])
+    ben.append(Message.user("hello"))
+    assert erase_user_messages(mem, "ann") == 2
+    assert ann.history() == [] and ann.window() == []
+    assert contents(ben.window()) == ["hello"]
+    assert erase_user_messages(mem, "nobody") == 0
 
 
 # --------------------------------------------------------------------------- initial memory
@@ -435,6 +467,8 @@ def test_summarize_thread_writes_an_episodic_memory_of_the_session(mem: Memento)
     assert memory_id in [r.item.id for r in found]
     with pytest.raises(InvalidInput, match="no messages"):
         summarize_thread(mem, "never-used")
+    with pytest.raises(InvalidInput, match="no messages"):  # not Ben's to archive
+        summarize_thread(mem, "s1", scope=Scope(user_id="ben"))
 
 
 def test_overflow_is_snapshotted_into_episodic_memory(mem: Memento) -> None:

@@ -473,3 +473,13 @@ async def test_adetect_stream_matches_detect_stream() -> None:
 
     assert items == sync
     assert len([item for item in items if isinstance(item, HotwordEvent)]) == 3
+
+
+def test_on_event_observes_every_event_released() -> None:
+    observed: list[HotwordEvent] = []
+    detector = HotwordDetector(PRODUCT_SET, on_event=observed.append)
+
+    returned = detector.conversation("c").feed_message("Jo Malone at 도손")
+
+    assert observed == returned
+    assert [e.status for e in observed] == ["hotword_detected", "memory_dict", "hotword_detected"]

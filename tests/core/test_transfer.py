@@ -5,6 +5,8 @@ from __future__ import annotations
 import csv
 import io
 import json
+from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
@@ -75,6 +77,19 @@ def ndjson(store: Memento) -> str:
     return "".join(store.export("ndjson"))
 
 
+@dataclass(frozen=True)
+class Filled:
+    store: Memento
+    ids: dict[str, str]
+
+
+@pytest.fixture(scope="module")
+def filled(module_store_factory: StoreFactory) -> Iterator[Filled]:
+    """One filled store per mode for the tests that only read it (or must leave it unchanged)."""
+    with module_store_factory.open("filled") as store:
+        yield Filled(store, fill(store))
+
+
 # --------------------------------------------------------------------------------- NDJSON
 
 
@@ -103,9 +118,8 @@ def test_ndjson_round_trip_is_byte_identical(store_factory: StoreFactory) -> Non
         assert [r.item.id for r in top] == [ids["korean"]], "the copy is searchable"
 
 
-def test_export_lines_are_sorted_json_objects_one_per_line(mem: Memento) -> None:
-    fill(mem)
-    lines = list(mem.export())
+def test_export_lines_are_sorted_json_objects_one_per_line(filled: Filled) -> None:
+    lines = list(filled.store.export())
     assert all(line.endswith("\n") and line.count("\n") == 1 for line in lines)
     for line in lines:
         record = json.loads(line)
@@ -139,9 +153,8 @@ def test_import_reports_progress(store_factory: StoreFactory) -> None:
         assert sum(progress) == 5
 
 
-def test_blank_lines_are_skipped(mem: Memento, store_factory: StoreFactory) -> None:
-    fill(mem)
-    exported = ndjson(mem)
+def test_blank_lines_are_skipped(filled: Filled, store_factory: StoreFactory) -> None:
+    exported = ndjson(filled.store)
     with store_factory.open("copy") as copy:
         copy.import_ndjson(["\n", *exported.splitlines(keepends=True), "   \n"])
         assert ndjson(copy) == exported
@@ -159,9 +172,9 @@ def test_hard_forgotten_memories_leave_the_export(mem: Memento) -> None:
 # ----------------------------------------------------------------------- Markdown and CSV
 
 
-def test_markdown_export_holds_the_live_content(mem: Memento) -> None:
-    ids = fill(mem)
-    text = "".join(mem.export("markdown"))
+def test_markdown_export_holds_the_live_content(filled: Filled) -> None:
+    ids = filled.ids
+    text = "".join(filled.store.export("markdown"))
     assert text.startswith("# Memento export\n")
     assert "## DB preference" in text
     assert "Ann prefers MariaDB for billing" in text
@@ -172,9 +185,9 @@ def test_markdown_export_holds_the_live_content(mem: Memento) -> None:
     assert "soft-forgotten" not in text, "Markdown is for people: forgotten memories stay out"
 
 
-def test_csv_export_holds_every_memory(mem: Memento) -> None:
-    ids = fill(mem)
-    rows = list(csv.DictReader(io.StringIO("".join(mem.export("csv")))))
+def test_csv_export_holds_every_memory(filled: Filled) -> None:
+    ids = filled.ids
+    rows = list(csv.DictReader(io.StringIO("".join(filled.store.export("csv")))))
     by_id = {row["id"]: row for row in rows}
     assert set(by_id) == set(ids.values())
     assert (
@@ -188,9 +201,9 @@ def test_csv_export_holds_every_memory(mem: Memento) -> None:
     assert by_id[ids["fact"]]["deleted_at"] == ""
 
 
-def test_an_unknown_export_format_is_refused(mem: Memento) -> None:
+def test_an_unknown_export_format_is_refused(filled: Filled) -> None:
     with pytest.raises(InvalidInput, match="format"):
-        list(mem.export("xml"))
+        list(filled.store.export("xml"))
 
 
 # -------------------------------------------------------------------------- bad imports
@@ -256,19 +269,20 @@ GOOD = memory_line()
     ],
 )  # fmt: skip
 def test_a_malformed_line_names_its_number_and_stores_nothing(
-    mem: Memento, bad_line: str, word: str
+    filled: Filled, bad_line: str, word: str
 ) -> None:
-    fill(mem)
-    before = ndjson(mem)
+    before = ndjson(filled.store)
     with pytest.raises(InvalidImport, match=word) as caught:
-        mem.import_ndjson([GOOD, bad_line, memory_line(id="f" * 32, content="after the bad one")])
+        filled.store.import_ndjson(
+            [GOOD, bad_line, memory_line(id="f" * 32, content="after the bad one")]
+        )
     assert caught.value.line == 2
     assert str(caught.value).startswith("line 2: ")
-    assert ndjson(mem) == before, "a refused import must store nothing"
+    assert ndjson(filled.store) == before, "a refused import must store nothing"
 
 
-def test_a_link_to_a_memory_in_neither_file_nor_store_is_refused(mem: Memento) -> None:
-    fill(mem)
+def test_a_link_to_a_memory_in_neither_file_nor_store_is_refused(filled: Filled) -> None:
+    mem = filled.store
     before = ndjson(mem)
     lines = [
         GOOD,
@@ -289,7 +303,8 @@ def test_a_link_to_a_memory_in_neither_file_nor_store_is_refused(mem: Memento) -
     assert ndjson(mem) == before
 
 
-def test_feedback_on_a_memory_in_neither_file_nor_store_is_refused(mem: Memento) -> None:
+def test_feedback_on_a_memory_in_neither_file_nor_store_is_refused(filled: Filled) -> None:
+    mem = filled.store
     before = ndjson(mem)
     line = json.dumps(
         {"kind": "feedback", "memory_id": "ghost", "feedback": "used", "score": 1.0,

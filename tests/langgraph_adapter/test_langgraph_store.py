@@ -6,6 +6,7 @@ import asyncio
 import time
 from collections.abc import Callable
 from datetime import timedelta
+from uuid import uuid4
 
 import pytest
 from langgraph.store.base import (
@@ -252,6 +253,23 @@ def test_limit_and_offset_page_through_results(store: MementoStore, fresh: Fresh
         assert pages == whole
 
 
+@pytest.fixture(scope="module")
+def fruit(shared_mem: Memento) -> tuple[MementoStore, tuple[str, ...]]:
+    """One namespace of fruit shared by the filter cases (they only read it)."""
+    store = MementoStore(shared_mem, index={"fields": ["text"]})
+    namespace = ("fruit", uuid4().hex[:8])
+    values = {
+        "apple": {"colour": "red", "price": 1.5, "ripe": False},
+        "banana": {"colour": "yellow", "price": 2, "ripe": True},
+        "cherry": {"colour": "red", "price": 4, "origin": {"country": "PT", "region": "Fundão"}},
+    }
+    store.batch(
+        [PutOp(namespace, k, {"name": k, "text": f"{k} fruit", **v}) for k, v in values.items()]
+        + [PutOp(namespace, "plain", {"text": "no fields"})]
+    )
+    return store, namespace
+
+
 @pytest.mark.parametrize(
     ("value_filter", "expected"),
     [
@@ -271,19 +289,11 @@ def test_limit_and_offset_page_through_results(store: MementoStore, fresh: Fresh
     ],
 )
 def test_filters_on_values(
-    store: MementoStore, fresh: Fresh, value_filter: dict[str, object], expected: set[str]
+    fruit: tuple[MementoStore, tuple[str, ...]],
+    value_filter: dict[str, object],
+    expected: set[str],
 ) -> None:
-    namespace = (fresh("fruit"),)
-    fruit = {
-        "apple": {"colour": "red", "price": 1.5, "ripe": False},
-        "banana": {"colour": "yellow", "price": 2, "ripe": True},
-        "cherry": {"colour": "red", "price": 4, "origin": {"country": "PT", "region": "Fundão"}},
-    }
-    store.batch(
-        [PutOp(namespace, name, {"name": name, "text": f"{name} fruit", **v}) for name, v in fruit.items()]
-        + [PutOp(namespace, "plain", {"text": "no fields"})]
-    )
-
+    store, namespace = fruit
     without_query = {h.key for h in store.search(namespace, filter=value_filter)}
     with_query = store.search(namespace, query="fruit", filter=value_filter)
 

@@ -185,7 +185,13 @@ class SyncSession:
 
     def read(self, uri: str) -> Any:
         result = self.run(lambda s: s.read_resource(uri))
-        return json.loads(result.contents[0].text)  # type: ignore[union-attr]
+        return json.loads(getattr(result.contents[0], "text", ""))
+
+    def prompt(self, name: str, arguments: dict[str, str]) -> str:
+        """The text of the prompt's one message."""
+        result = self.run(lambda s: s.get_prompt(name, arguments))
+        assert [m.role for m in result.messages] == ["user"]
+        return str(getattr(result.messages[0].content, "text", ""))
 
     def export(self) -> str:
         return str(self.ok("export", {"format": "ndjson"}))

@@ -83,8 +83,7 @@ def test_links_to_hidden_memories_are_not_shown(stdio: SyncSession, ids: Seeded)
 
 def test_the_prompt_never_injects_them(stdio: SyncSession) -> None:
     for query in PROBES:
-        prompt = stdio.run(lambda s, q=query: s.get_prompt("memory_injection", {"query": q}))
-        text = prompt.messages[0].content.text  # type: ignore[union-attr]
+        text = stdio.prompt("memory_injection", {"query": query})
         for secret in ("4921", "production database", "Bob went hiking", "red room"):
             assert secret not in text
 

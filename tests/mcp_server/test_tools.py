@@ -9,6 +9,7 @@ from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING
 
 import pytest
+from _mcp_support import text_of
 
 if TYPE_CHECKING:
     from _mcp_support import Seeded, SyncSession
@@ -212,25 +213,18 @@ def test_search_resource_returns_what_recall_returns(stdio: SyncSession, ids: Se
     assert stdio.read("memory://search?query=/etc/passwd")["items"] is not None
 
 
-def test_memory_injection_prompt_packs_relevant_memories(stdio: SyncSession, ids: Seeded) -> None:
-    prompt = stdio.run(
-        lambda s: s.get_prompt("memory_injection", {"query": "how does Alice take her coffee"})
-    )
-    text = prompt.messages[0].content.text  # type: ignore[union-attr]
-    assert prompt.messages[0].role == "user"
+def test_memory_injection_prompt_packs_relevant_memories(stdio: SyncSession) -> None:
+    query = "how does Alice take her coffee"
+    text = stdio.prompt("memory_injection", {"query": query})
     assert text.startswith("Relevant memories") and "oat milk" in text
     assert "4921" not in text  # bob's private memory
 
-    small = stdio.run(
-        lambda s: s.get_prompt(
-            "memory_injection", {"query": "how does Alice take her coffee", "token_budget": "25"}
-        )
-    )
-    assert len(small.messages[0].content.text) < len(text)  # type: ignore[union-attr]
+    small = stdio.prompt("memory_injection", {"query": query, "token_budget": "40"})
+    assert len(small) < len(text)
 
 
 @pytest.mark.parametrize("fmt", ["ndjson", "markdown", "csv"])
 def test_export_is_text_without_a_structured_copy(stdio: SyncSession, fmt: str) -> None:
     result = stdio.call("export", {"format": fmt})
     assert not result.is_error and result.structured_content is None
-    assert result.content[0].text  # type: ignore[union-attr]
+    assert text_of(result)

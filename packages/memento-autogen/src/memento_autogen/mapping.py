@@ -62,8 +62,6 @@ def draft_from_content(
     mime_type = mime_value(content.mime_type)
     text, data = _text_and_data(content.content, mime_type)
     metadata: Mapping[str, Any] = content.metadata or {}
-    if not isinstance(metadata, Mapping):
-        raise InvalidInput(f"metadata must be a dict, got {type(metadata).__name__}")
     kept = {k: v for k, v in metadata.items() if k not in MAPPED_KEYS and k not in RESULT_KEYS}
     try:
         kept = json.loads(json.dumps(kept, ensure_ascii=False, allow_nan=False))
@@ -121,7 +119,7 @@ def content_from_recalled(recalled: Recalled) -> MemoryContent:
 
 
 def mime_value(mime_type: MemoryMimeType | str) -> str:
-    return str(mime_type)
+    return mime_type.value if isinstance(mime_type, MemoryMimeType) else str(mime_type)
 
 
 def mime_member(mime_type: str) -> MemoryMimeType | str:

@@ -67,10 +67,7 @@ class MementoMemory(Memory, Component[MementoMemoryConfig]):
     component_config_schema = MementoMemoryConfig
     component_provider_override = "memento_autogen.MementoMemory"
 
-    def __init__(
-        self, config: MementoMemoryConfig | None = None, *, store: Memento | None = None
-    ) -> None:
-        config = config or MementoMemoryConfig()
+    def __init__(self, config: MementoMemoryConfig, *, store: Memento | None = None) -> None:
         if store is not None:
             config = _config_matching(config, store)
         self._config = config
@@ -120,10 +117,11 @@ class MementoMemory(Memory, Component[MementoMemoryConfig]):
 
         Each result's metadata holds ``score`` (Memento's ranking score, which orders the
         results), ``relevance`` (what ``score_threshold`` bounds), ``similarity`` (the true
-        cosine similarity of the embeddings, 0..1), ``reason`` (the score's parts, readable)
-        and ``matched_terms``, with the memory's ``id``, fields and the metadata it was added
-        with. ``k`` and ``score_threshold`` override the config for this call; ``filter``
-        narrows recall (``RecallFilter`` fields: types, tags, since, until, session_id, …).
+        cosine similarity of the embeddings; a negative one shows as 0), ``reason`` (the
+        score's parts, readable) and ``matched_terms``, with the memory's ``id``, its fields
+        and the metadata it was added with. ``k`` and ``score_threshold`` override the config
+        for this call; ``filter`` narrows recall (``RecallFilter`` fields: types, tags, since,
+        until, session_id, …).
         """
         if kwargs:
             raise TypeError(f"unexpected query option(s): {', '.join(sorted(kwargs))}")

@@ -17,25 +17,27 @@ Rules the window keeps: a token window counts the system message and stays withi
 message window holds at most N messages besides the system one. The oldest message leaves first
 and takes its tool results with it. A message that cannot fit even alone (with the system
 message, and with the tool call it answers) is refused with ``MessageTooLarge``; nothing is
-stored. ``ttl`` after the last message the window expires (a reset, history kept).
+stored. ``ttl`` after the last message the window expires (a reset, history kept). Evicted
+messages are summarised into episodic memory in chunks (``WindowPolicy.snapshot_on_overflow``).
+
+The ``ChatMemory`` objects of one session in one process share its state; on a Chroma server
+each call first picks up what other processes wrote. Open an embedded store once per process.
 """
 
 from __future__ import annotations
 
-import asyncio
 import bisect
 import contextlib
 import dataclasses
-import functools
 import json
 import os
 import threading
 import time
 import weakref
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from memento_core.errors import InvalidInput, InvalidScope
 from memento_core.messages import Message, Role, as_message
@@ -43,6 +45,7 @@ from memento_core.model import Scope, check_scope_value, utcnow
 from memento_core.storage import PAGE, PLACEHOLDER_VECTOR, ChromaStore, from_micros
 from memento_core.summarize import ExtractiveSummarizer, Summarizer
 from memento_core.tokens import TokenCounter, count_message, default_counter
+from memento_core.twins import async_twin
 
 if TYPE_CHECKING:
     from memento_core.memento import Memento
@@ -53,6 +56,7 @@ __all__ = [
     "FromSession",
     "MessageTooLarge",
     "WindowPolicy",
+    "erase_user_messages",
     "history",
     "summarize_thread",
 ]
@@ -62,10 +66,6 @@ DEFAULT_MAX_TOKENS = 4_096
 LOOKBACK_MICROS = 30_000_000
 """How far back a server sync looks for other writers' records: a write taking longer than
 this to land shows in this process's windows only after a reopen (history always has it)."""
-
-P = ParamSpec("P")
-R = TypeVar("R")
-C = TypeVar("C", bound="ChatMemory")
 
 
 class MessageTooLarge(InvalidInput):
@@ -119,6 +119,11 @@ class FromSession:
 
     session_id: str
     last: int = 20
+
+    def __post_init__(self) -> None:
+        _check_session(self.session_id)
+        if isinstance(self.last, bool) or not isinstance(self.last, int) or self.last < 1:
+            raise InvalidInput(f"last must be a whole number ≥ 1, got {self.last!r}")
 
 
 _NO_MARKS = {"start": "", "floor": "", "snap": ""}
@@ -180,16 +185,6 @@ def _chats(mem: Memento) -> _Chats:
         if found is None:
             found = _STORES[mem._store] = _Chats(mem._store)
         return found
-
-
-def _twin(method: Callable[Concatenate[C, P], R]) -> Callable[Concatenate[C, P], Awaitable[R]]:
-    """The async twin of a method: same signature and docstring, run off the event loop."""
-
-    @functools.wraps(method)
-    async def twin(self: C, /, *args: P.args, **kwargs: P.kwargs) -> R:
-        return await asyncio.to_thread(method, self, *args, **kwargs)
-
-    return twin
 
 
 class ChatMemory:
@@ -287,14 +282,14 @@ class ChatMemory:
         chosen = summarizer or self.summarizer
         return summarize_thread(self._mem, self.session_id, summarizer=chosen, scope=self.scope)
 
-    aappend = _twin(append)
-    aextend = _twin(extend)
-    aset_system = _twin(set_system)
-    awindow = _twin(window)
-    atokens = _twin(tokens)
-    ahistory = _twin(history)
-    areset = _twin(reset)
-    aarchive = _twin(archive)
+    aappend = async_twin(append)
+    aextend = async_twin(extend)
+    aset_system = async_twin(set_system)
+    awindow = async_twin(window)
+    atokens = async_twin(tokens)
+    ahistory = async_twin(history)
+    areset = async_twin(reset)
+    aarchive = async_twin(archive)
 
     # ------------------------------------------------------------------ window
 
@@ -365,11 +360,12 @@ class ChatMemory:
             )
         size = sum(self._cost(m) for m in unit)
         budget = policy.max_tokens or 0
-        room = budget - (self._cost(system) if system and system is not message else 0)
-        what = "with the tool call it answers " if message.role is Role.TOOL else ""
+        what = " with the tool call it answers" if message.role is Role.TOOL else ""
+        if system is not None and system is not message:
+            what += f" beside a system message of {self._cost(system)}"
         return MessageTooLarge(
-            f"a {message.role.value} message of {size} tokens {what}does not fit a {budget}-token"
-            f" window ({room} left beside the system message); shorten it or raise max_tokens",
+            f"a {message.role.value} message of {size} tokens{what} does not fit a {budget}-token"
+            " window; shorten it or raise max_tokens",
             size=size,
             budget=budget,
         )
@@ -377,9 +373,7 @@ class ChatMemory:
     def _reset(self) -> None:
         log = self._log
         self._overflow([], force=True)
-        key, _ = self._chats.next_key(log.seen_ts)
-        newest = max((m.id or "" for m in log.tail), default="")
-        marker = max(key, f"{newest}~") if newest else key
+        marker, _ = self._chats.next_key(log.seen_ts)  # after every record seen so far
         self._write([], {"start": marker, "floor": marker, "snap": marker})
         log.tail, log.system, log.pending = [], None, []
 
@@ -397,7 +391,7 @@ class ChatMemory:
         pending = log.pending
         if pending is None:
             pending = self._read_range(log.marks["snap"], log.marks["start"])
-        pending = pending + [m for m in evicted if m.role is not Role.SYSTEM]
+        pending = pending + evicted
         size = len(pending)
         if self.policy.max_tokens is not None:
             size = sum(self._cost(m) for m in pending)
@@ -439,7 +433,7 @@ class ChatMemory:
         seed = self._initial
         if isinstance(seed, FromSession):
             earlier = [m for m in history(self._mem, seed.session_id) if m.role is not Role.SYSTEM]
-            seed = _visible(earlier[-seed.last :]) if seed.last > 0 else []
+            seed = _visible(earlier[-seed.last :])
         if seed:
             self._commit([dataclasses.replace(m, id=None, created_at=None) for m in seed])
 
@@ -521,6 +515,23 @@ def history(mem: Memento, session_id: str) -> list[Message]:
     return [_decode(*r) for r in _query(_chats(mem).collection, where)]
 
 
+def erase_user_messages(mem: Memento, user_id: str) -> int:
+    """Delete every chat message written in ``user_id``'s scope; returns how many.
+
+    For ``Memento.erase_user``. The sessions' window marks stay: they hold no content.
+    """
+    chats = _chats(mem)
+    found = _query(chats.collection, {"user_id": user_id, "kind": "message"})
+    for start in range(0, len(found), PAGE):
+        chats.collection.delete(ids=[record[0] for record in found[start : start + PAGE]])
+    for session_id in {meta["session"] for _, meta, _ in found}:
+        log = chats.sessions.get(session_id)
+        if log is not None:
+            with log.lock:  # forget what this process held; the next call reloads
+                log.loaded, log.tail, log.system, log.pending = False, [], None, None
+    return len(found)
+
+
 def summarize_thread(
     mem: Memento,
     session_id: str,
@@ -532,12 +543,15 @@ def summarize_thread(
 
     ``origin_trace`` names the session and every message summarised. The default summarizer
     is deterministic, so archiving an unchanged session again returns the same memory.
-    ``scope`` defaults to the scope the session's messages were written with.
+    ``scope`` defaults to the scope the session's messages were written with; a scope with a
+    user may only archive a session all of whose messages were written by that user (any
+    other is answered as if it were empty, so a session id leaks nothing).
     """
     _check_session(session_id)
     records = _query(_chats(mem).collection, {"session": session_id, "kind": "message"})
     messages = [m for m in (_decode(*r) for r in records) if m.role is not Role.SYSTEM]
-    if not messages:
+    owner = scope.user_id if scope is not None else None
+    if not messages or (owner and any(meta["user_id"] != owner for _, meta, _ in records)):
         raise InvalidInput(f"session {session_id!r} has no messages to summarise")
     if scope is None:
         meta = records[-1][1]
@@ -553,14 +567,19 @@ def summarize_thread(
 def _archive(
     mem: Memento, summarizer: Summarizer, messages: list[Message], scope: Scope, *, reason: str
 ) -> str:
+    """Remember a summary of ``messages``, headed by when they were said (so two stretches of
+    a chat with the same gist stay two memories); returns the memory id."""
     sid = scope.session_id
+    first, last = messages[0].created_at, messages[-1].created_at
+    span = f"{first:%Y-%m-%d %H:%M:%S} to {last:%Y-%m-%d %H:%M:%S} UTC" if first and last else ""
     return mem.remember(
-        summarizer.summarize(messages),
+        f"Chat {sid}, {span} ({len(messages)} messages):\n{summarizer.summarize(messages)}",
         scope=scope,
         type="episodic",
         title=f"Chat session {sid}" if reason == "thread" else f"Earlier in chat session {sid}",
         source="chat",
         tags=["chat-archive" if reason == "thread" else "chat-overflow"],
+        created_at=last,
         origin_trace={"session_id": sid, "reason": reason, "messages": [m.id for m in messages]},
     )
 

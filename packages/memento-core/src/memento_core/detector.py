@@ -4,8 +4,9 @@ conversation, and a small state per conversation.
 Matching happens on normalised text (``memento_core.normalisation``), so composed and decomposed
 Hangul, letter case and runs of whitespace make no difference. The automaton runs over the UTF-8
 bytes of that text: pyahocorasick looks a node's children up one by one, and Hangul gives the root
-node thousands of children as characters but only a few as bytes (about 10x faster in the
-benchmark). UTF-8 is self-synchronising, so byte matches are exactly character matches.
+node thousands of children as characters but only a few as bytes (8x faster in
+``benchmarks/hotwords.py``). UTF-8 is self-synchronising, so byte matches are exactly character
+matches.
 
 Rules, in the order they apply:
 
@@ -53,7 +54,13 @@ from memento_core.events import (
 from memento_core.hotwords import HotwordEntry, HotwordSet
 from memento_core.normalisation import StreamNormaliser
 
-__all__ = ["Conversation", "HotwordDetector", "adetect_stream", "detect_stream"]
+__all__ = [
+    "MAX_CONNECTION_ID_CHARS",
+    "Conversation",
+    "HotwordDetector",
+    "adetect_stream",
+    "detect_stream",
+]
 
 MAX_CONNECTION_ID_CHARS = 256
 
@@ -75,9 +82,10 @@ _UNSPACED_SCRIPTS = (
     (0x20000, 0x3FFFF),  # CJK extensions
 )
 
-# A key's value in the automaton: (length in bytes, check the start boundary, check the end
-# boundary, ((entry index, variant index), ...) for every uid the key belongs to).
-_Target = tuple[int, bool, bool, tuple[tuple[int, int], ...]]
+# A key's value in the automaton, one flat tuple to keep a million keys small: (length in bytes,
+# check the start boundary, check the end boundary, then an entry index and a variant index for
+# every uid the key belongs to).
+_Target = tuple[int, ...]
 # A match waiting for its decision: (chunk serial, end byte, entry index, variant index, check end).
 _Candidate = tuple[int, int, int, int, bool]
 
@@ -94,7 +102,7 @@ def _char_at(window: str, index: int) -> str:
     Latin-1 characters)."""
     lead = ord(window[index])
     size = 1 if lead < 0x80 else 2 if lead < 0xE0 else 3 if lead < 0xF0 else 4
-    return window[index : index + size].encode("latin-1").decode("utf-8", "surrogatepass")
+    return window[index : index + size].encode("latin-1").decode("utf-8", "replace")
 
 
 def _char_before(window: str, index: int) -> str:
@@ -120,37 +128,47 @@ def _as_bytes_text(text: str) -> str:
 class HotwordDetector:
     """The automaton for one ``HotwordSet``, built once and shared by all its conversations.
 
-    Building takes about a second per 100,000 variants. The detector is read-only once built, so
+    Building takes about half a second of CPU per 100,000 variants and about 300 bytes per variant
+    (see ``benchmarks/results/hotwords.md``). The detector is read-only once built, so
     conversations in any number of tasks or threads may share it; one ``Conversation`` must be fed
     by one task at a time. Keep one detector per ``hotword_set.fingerprint`` (and mode) and build a
     new one only when the fingerprint changes.
     """
 
-    def __init__(self, hotword_set: HotwordSet, *, word_boundary: bool = False) -> None:
+    def __init__(
+        self,
+        hotword_set: HotwordSet,
+        *,
+        word_boundary: bool = False,
+        on_event: Callable[[HotwordEvent], object] | None = None,
+    ) -> None:
         if not isinstance(hotword_set, HotwordSet):
             raise InvalidInput(f"expected a HotwordSet, got {type(hotword_set).__name__}")
         self.hotword_set = hotword_set
         self.word_boundary = word_boundary
+        # Called with every event any conversation releases, before it is returned: an observer
+        # (for plugins). It runs on the streaming path, and what it raises propagates.
+        self.on_event = on_event
         self._entries: tuple[HotwordEntry, ...] = tuple(hotword_set)
         self._payload_messages: dict[int, tuple[str, int]] = {}
         self._automaton: Any = None
         self._longest = 0
-        keys: dict[str, tuple[str, list[tuple[int, int]]]] = {}
+        automaton = ahocorasick.Automaton()
         for entry_index, entry in enumerate(self._entries):
             seen: set[str] = set()
             for variant_index, form in enumerate(entry.matched_forms):
-                if form not in seen:  # variants that normalise alike: the first one is reported
-                    seen.add(form)
-                    key = _as_bytes_text(form)
-                    keys.setdefault(key, (form, []))[1].append((entry_index, variant_index))
-        if keys:
-            automaton = ahocorasick.Automaton()
-            for key, (form, targets) in keys.items():
-                check_start = word_boundary and _is_word_char(form[0])
-                check_end = word_boundary and _is_word_char(form[-1])
-                target: _Target = (len(key), check_start, check_end, tuple(targets))
-                automaton.add_word(key, target)
-                self._longest = max(self._longest, len(key))
+                if form in seen:  # variants that normalise alike: the first one is reported
+                    continue
+                seen.add(form)
+                key = _as_bytes_text(form)
+                target: _Target | None = automaton.get(key, None)
+                if target is None:  # the key's first uid
+                    check_start = word_boundary and _is_word_char(form[0])
+                    check_end = word_boundary and _is_word_char(form[-1])
+                    target = (len(key), check_start, check_end)
+                    self._longest = max(self._longest, len(key))
+                automaton.add_word(key, (*target, entry_index, variant_index))
+        if len(automaton):
             automaton.make_automaton()
             self._automaton = automaton
         # Bytes of recent text a conversation keeps: the longest key plus one character before it.
@@ -194,6 +212,9 @@ class HotwordDetector:
             )
             if size <= MAX_EVENT_BYTES:
                 events.append(MemoryDict(connection_id, message, hotword, entry.uid))
+        if self.on_event is not None:
+            for event in events:
+                self.on_event(event)
         return events
 
     def _uid_of(self, entry_index: int) -> str:
@@ -211,7 +232,10 @@ def _check_connection_id(value: object) -> str:
 
 
 class Conversation:
-    """One conversation's detection state: a few hundred bytes, whatever the set's size."""
+    """One conversation's detection state: about a kilobyte, whatever the set's size.
+
+    Get one from ``HotwordDetector.conversation``. Not thread-safe: feed it from one task.
+    """
 
     __slots__ = (
         "_detector",
@@ -285,7 +309,11 @@ class Conversation:
             search = self._search
         self._provisional = provisional
         if delta:
-            encoded = delta if delta.isascii() else _as_bytes_text(delta)
+            encoded = (
+                delta
+                if delta.isascii()
+                else delta.encode("utf-8", "surrogatepass").decode("latin-1")
+            )
             self._recent += encoded  # until trimmed below, it covers every byte a check needs
             search.set(encoded)
             for end_index, target in search:
@@ -332,7 +360,7 @@ class Conversation:
         self._recent = self._recent[-keep:]
 
     def _add_candidates(self, end: int, target: _Target) -> None:
-        key_bytes, check_start, check_end, targets = target
+        key_bytes, check_start, check_end = target[:3]
         start = end - key_bytes + 1
         if (
             check_start
@@ -340,9 +368,11 @@ class Conversation:
             and _is_word_char(_char_before(self._recent, start - self._recent_start))
         ):
             return
-        for entry_index, variant_index in targets:
+        for index in range(3, len(target), 2):
+            entry_index = target[index]
             if entry_index not in self._fired:
-                self._pending.append((self._serial, end, entry_index, variant_index, check_end))
+                candidate = (self._serial, end, entry_index, target[index + 1], bool(check_end))
+                self._pending.append(candidate)
 
     def _drop_provisional(self) -> None:
         """The provisional tail changed: forget it and put the automaton back just before it."""

@@ -86,6 +86,8 @@ class RecallFilter:
 
 
 def _flag(value: object, key: str) -> bool:
+    if value is None:  # like every other field: None means "not given"
+        return False
     if not isinstance(value, bool):
         raise InvalidFilter(f"{key} must be true or false, got {value!r}")
     return value

@@ -2,7 +2,8 @@
 
 Hotwords and conversation text are compared after the same three steps:
 
-1. Unicode NFC, so composed and decomposed text match (``한`` and ``한``, ``é`` and ``é``);
+1. Unicode NFC, so composed and decomposed text match (``한`` as one character or as three jamo,
+   ``é`` as one character or as ``e`` and a combining accent);
 2. case folding (``str.casefold``, then NFC again because folding can decompose), so ``Jo Malone``
    matches ``JO MALONE``; it leaves Hangul unchanged;
 3. every run of whitespace (``str.isspace``) becomes one space.
@@ -25,7 +26,7 @@ _WHITESPACE_RUN = re.compile(r"\s+")
 
 MAX_HELD_CHARS = 64
 """Longest combining sequence held back as provisional. Longer runs (only in deliberately odd
-text; Unicode's stream-safe format caps them at 31) are made final as they stand, so feeding
+text; Unicode's stream-safe format caps them at 30) are made final as they stand, so feeding
 marks one at a time stays linear; such a run may then normalise slightly differently by chunking."""
 
 # Hangul composes algorithmically (L + V → LV, LV + T → LVT); unicodedata lists no decomposition

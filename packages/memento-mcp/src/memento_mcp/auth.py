@@ -29,8 +29,12 @@ class BearerTokenGuard:
         self._token = token.encode()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":  # lifespan events carry no headers
+        if scope["type"] == "lifespan":  # the server's start and stop, not a request
             await self.app(scope, receive, send)
+            return
+        if scope["type"] != "http":
+            # Fail closed: the MCP app serves plain HTTP only (no WebSocket routes).
+            await _refuse_connection(send)
             return
         authorization = _header(scope, b"authorization")
         problem = self.problem(authorization)
@@ -78,3 +82,7 @@ async def _refuse(send: Send, problem: str, challenge: str) -> None:
         }
     )
     await send({"type": "http.response.body", "body": body})
+
+
+async def _refuse_connection(send: Send) -> None:
+    await send({"type": "websocket.close", "code": 1008})

@@ -115,7 +115,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         if args.transport == "stdio":
             server.run("stdio")
         else:
-            _serve_http(server, host=args.host, port=args.port, token=token, user=args.user)
+            _serve_http(
+                server, host=args.host, port=args.port, token=token, user=args.user,
+                log_level=args.log_level.lower(),
+            )  # fmt: skip
     except KeyboardInterrupt:
         pass
 
@@ -130,7 +133,7 @@ def _open_store(args: argparse.Namespace) -> Memento:
 
 
 def _serve_http(
-    server: MCPServer[Any], *, host: str, port: int, token: str | None, user: str
+    server: MCPServer[Any], *, host: str, port: int, token: str | None, user: str, log_level: str
 ) -> None:
     import uvicorn
     from starlette.types import ASGIApp
@@ -149,4 +152,4 @@ def _serve_http(
     where = f"[{host}]" if ":" in host else host
     guard = "bearer token required" if token else "no token"
     print(f"memento-mcp: user {user!r} at http://{where}:{port}/mcp ({guard})", file=sys.stderr)
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    uvicorn.run(app, host=host, port=port, log_level=log_level)

@@ -24,5 +24,5 @@ def register_prompts(server: MCPServer[Any], scoped: ScopedMemento) -> None:
         (the last one shortened to fit), as context to put before the conversation."""
         injection = scoped.inject(query, token_budget=token_budget)
         if not injection.text:
-            return [UserMessage(f"No remembered memories are relevant to: {query}")]
+            return [UserMessage(f"Memento holds no memories relevant to: {query}")]
         return [UserMessage(injection.text)]

@@ -70,7 +70,7 @@ class ScopedMemento:
 
     def get(self, memory_id: str) -> MemoryItem:
         """The memory, if the scope may see it; ``MemoryNotFound`` otherwise."""
-        return self.mem.get(memory_id)
+        return self.mem.get(memory_id, scope=self.scope)
 
     def owned(self, memory_id: str, action: str) -> MemoryItem:
         item = self.get(memory_id)
@@ -103,6 +103,7 @@ class ScopedMemento:
         return memory_injection(self.mem, query, token_budget=token_budget, scope=self.scope)
 
     def review_due(self, *, limit: int) -> list[MemoryItem]:
+        """Due cards the scope may see, most overdue first (core returns at most 50)."""
         return self.mem.review_due(self.scope)[:limit]
 
     def export(self, fmt: str) -> Iterator[str]:
@@ -125,17 +126,14 @@ class ScopedMemento:
         ids = {item.id for item in items}
         for item in items:
             yield _line(transfer.memory_record(item))
-        links = {
-            (link.source_id, link.type.value, link.target_id): link
-            for item in items
-            for link in self.mem.links(item.id)
-            if link.source_id in ids and link.target_id in ids
-        }
-        for key in sorted(links):
-            yield _line(transfer.link_record(links[key]))
-        events = [e for item in items for e in self.mem.feedback_events(item.id)]
-        for event in sorted(events, key=lambda e: (e.memory_id, e.at, e.kind.value)):
-            yield _line(transfer.feedback_record(event))
+        # One scan each, in core's export order; links reaching outside the user's memories
+        # would name ids of memories they may not see.
+        for link in self.mem.all_links():
+            if link.source_id in ids and link.target_id in ids:
+                yield _line(transfer.link_record(link))
+        for event in self.mem.all_feedback():
+            if event.memory_id in ids:
+                yield _line(transfer.feedback_record(event))
 
     # ------------------------------------------------------------------- writing
 

@@ -12,7 +12,8 @@ from mcp.server.mcpserver import MCPServer
 from mcp_types import ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field
 
-from memento_core import MAX_CONTENT_CHARS, InvalidInput, Privacy
+from memento_core import MAX_CONTENT_CHARS, InvalidInput
+from memento_core.model import as_utc
 from memento_mcp.scoped import ScopedMemento
 from memento_mcp.views import (
     DueItem,
@@ -31,6 +32,8 @@ from memento_mcp.views import (
 )
 
 MAX_RECALL_LIMIT = 100
+MAX_REVIEW_LIMIT = 50
+"""Core's ``review_due`` returns at most this many cards."""
 
 MemoryType = Literal["episodic", "semantic", "procedural", "working"]
 MemoryId = Annotated[str, Field(description="A memory id, as remember or recall returned it.")]
@@ -54,7 +57,7 @@ class RecallFilters(BaseModel):
     )
 
     def as_core_filter(self) -> dict[str, Any]:
-        if self.time_from and self.time_to and _utc(self.time_from) > _utc(self.time_to):
+        if self.time_from and self.time_to and as_utc(self.time_from) > as_utc(self.time_to):
             raise InvalidInput(f"time_from ({self.time_from}) is after time_to ({self.time_to})")
         return {
             "types": self.type,
@@ -63,12 +66,6 @@ class RecallFilters(BaseModel):
             "since": self.time_from,
             "until": self.time_to,
         }
-
-
-def _utc(moment: datetime) -> datetime:
-    from memento_core.model import as_utc
-
-    return as_utc(moment)
 
 
 def register_tools(server: MCPServer[Any], scoped: ScopedMemento) -> None:
@@ -113,7 +110,7 @@ def register_tools(server: MCPServer[Any], scoped: ScopedMemento) -> None:
             tags=tags or (),
             importance=importance,
             source=source,
-            privacy=Privacy(privacy_scope).value,
+            privacy=privacy_scope,
             title=title,
         )
         return Remembered(memory_id=memory_id, uri=memory_uri(memory_id))
@@ -212,7 +209,7 @@ def register_tools(server: MCPServer[Any], scoped: ScopedMemento) -> None:
 
     @server.tool(annotations=ToolAnnotations(read_only_hint=True))
     def review_due(
-        limit: Annotated[int, Field(ge=1, le=MAX_RECALL_LIMIT)] = 20,
+        limit: Annotated[int, Field(ge=1, le=MAX_REVIEW_LIMIT)] = 20,
     ) -> ReviewDue:
         """Memories whose spaced-review card is due, most overdue first."""
         return ReviewDue(items=[DueItem.of(item) for item in scoped.review_due(limit=limit)])

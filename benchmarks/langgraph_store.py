@@ -1,0 +1,260 @@
+"""LoCoMo retrieval through LangGraph's store API: MementoStore against InMemoryStore(index=...).
+
+Both stores get the same items the same way — ``batch([PutOp(...)])``, one item per dialogue turn
+``{"text": "[<session date>] <speaker>: <text>"}`` under ``("locomo", <conversation>)``, index
+field ``text`` — and the same questions through ``search(namespace, query=..., limit=10)``, with
+the same all-MiniLM-L6-v2 model (one instance). Recall@k follows ``../shared/bench/README.md``
+(categories 1–4 with evidence). One deviation from that protocol: a store item has no caller-set
+creation time, so every item is dated when it is written, in both stores.
+
+MementoStore runs twice: on a Memento as opened by default (``track_usage=True``: every search
+counts a use of each result, a write) and on one opened with ``track_usage=False``. Latency is
+each ``search`` call, query embedding included, timed on the same questions; the stores' calls
+alternate question by question so machine load falls on all alike. Torch runs one intra-op
+thread (``--torch-threads``): InMemoryStore embeds queries in a fresh worker thread and Memento
+in the calling one, and on a busy machine a two-thread OpenMP team in the calling thread
+spin-waits for a core (a 13 ms embedding took 500 ms), which would measure the machine, not
+the stores.
+
+    HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/langgraph_store.py [--conversations N]
+
+Writes ``benchmarks/results/langgraph_store.json`` and ``.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from langchain_core.embeddings import Embeddings
+from langgraph.store.base import BaseStore, PutOp
+from langgraph.store.memory import InMemoryStore
+from locomo import (  # this directory's LoCoMo loader and scoring (run as a script)
+    BATCH_SIZE,
+    CATEGORIES,
+    DEFAULT_DATA,
+    DEFAULT_OUT,
+    KS,
+    Conversation,
+    Scores,
+    load_conversations,
+    machine,
+    percentile,
+)
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from memento_core import Memento
+from memento_core.embedding import SentenceTransformerEmbedder
+from memento_langgraph import MementoStore
+
+LIMIT = 10
+WRITE_BATCH = 256
+MEMENTO = "MementoStore (Memento hybrid ranking)"
+MEMENTO_NO_USAGE = "MementoStore, track_usage=False"
+IN_MEMORY = "InMemoryStore(index=…) (cosine)"
+
+
+class MiniLMEmbeddings(Embeddings):
+    """LangChain ``Embeddings`` over the very model instance Memento uses."""
+
+    def __init__(self, model: SentenceTransformerEmbedder) -> None:
+        self.model = model
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [[float(x) for x in row] for row in self.model.embed_documents(texts)]
+
+    def embed_query(self, text: str) -> list[float]:
+        return [float(x) for x in self.model.embed_query(text)]
+
+
+def put_all(store: BaseStore, namespace: tuple[str, ...], conversation: Conversation) -> float:
+    """Write every turn through ``batch``; returns the seconds it took."""
+    ops = [PutOp(namespace, t.dia_id, {"text": t.text}) for t in conversation.turns]
+    started = time.perf_counter()
+    for start in range(0, len(ops), WRITE_BATCH):
+        store.batch(ops[start : start + WRITE_BATCH])
+    return time.perf_counter() - started
+
+
+def run_conversation(
+    conversation: Conversation,
+    model: SentenceTransformerEmbedder,
+    scores: dict[str, Scores],
+    latency: dict[str, list[float]],
+    writes: dict[str, list[float]],
+    advance: Callable[[int], None],
+) -> None:
+    namespace = ("locomo", conversation.sample_id)
+    with tempfile.TemporaryDirectory(prefix="lg-store-") as tmp:
+        memento = Memento.open(Path(tmp) / "default", embedder=model)
+        stores: dict[str, BaseStore] = {
+            MEMENTO: MementoStore(memento, index={"fields": ["text"]}),
+            IN_MEMORY: InMemoryStore(
+                index={"dims": 384, "embed": MiniLMEmbeddings(model), "fields": ["text"]}
+            ),
+        }
+        for name, store in stores.items():
+            writes[name].append(put_all(store, namespace, conversation) / len(conversation.turns))
+        # The same memories without usage counting. It shares the first store's vector cache,
+        # so its writes embed nothing again (and are not timed); its queries are embedded anew.
+        plain = Memento.open(Path(tmp) / "plain", embedder=model, track_usage=False)
+        stores[MEMENTO_NO_USAGE] = MementoStore(plain, index={"fields": ["text"]})
+        plain.embedder.prime_from(memento.embedder) if hasattr(plain.embedder, "prime_from") else None
+        put_all(stores[MEMENTO_NO_USAGE], namespace, conversation)
+        advance(len(conversation.turns))
+
+        for question in conversation.questions:
+            for name, store in stores.items():
+                started = time.perf_counter()
+                hits = store.search(namespace, query=question.text, limit=LIMIT)
+                latency[name].append(1000 * (time.perf_counter() - started))
+                scores[name].add(question, [h.key for h in hits])
+            advance(1)
+
+
+def render_markdown(report: dict[str, Any]) -> str:
+    categories = list(CATEGORIES.values())
+    head = ["store", "R@1", "R@5", "R@10", *(f"{c} R@5 / R@10" for c in categories)]
+    lines = [
+        "# LangGraph store benchmark: LoCoMo retrieval through `BaseStore.search`",
+        "",
+        f"Questions scored: **{report['questions_scored']:,}** (categories 1–4 with evidence, "
+        f"{report['conversations']} conversations, {report['turns']:,} turns). Protocol: "
+        "`../shared/bench/README.md`, except that items are dated when written (a store item "
+        "has no caller-set creation time). Same all-MiniLM-L6-v2 instance for both stores; "
+        "index field `text`; `search(namespace, query=question, limit=10)`.",
+        "",
+        "| " + " | ".join(head) + " |",
+        "|" + "---|" * len(head),
+    ]
+    for name, summary in report["stores"].items():
+        overall = summary["overall"]
+        cells = [name, *(f"{overall[f'R@{k}']:.1f}" for k in KS)]
+        for category in categories:
+            per = summary["by_category"].get(category)
+            cells.append(f"{per['R@5']:.1f} / {per['R@10']:.1f}" if per else "—")
+        lines.append("| " + " | ".join(cells) + " |")
+    lines += [
+        "",
+        "## Search latency (same questions, calls alternating, query embedding included)",
+        "",
+        "| store | p50 ms | p95 ms | searches | write ms per item (batched puts) |",
+        "|---|---|---|---|---|",
+    ]
+    for name, timing in report["latency_ms"].items():
+        lines.append(
+            f"| {name} | {timing['p50']} | {timing['p95']} | {timing['searches']} | "
+            f"{report['write_ms_per_item'][name]} |"
+        )
+    verdict = report["verdict"]
+    lines += [
+        "",
+        f"Memento ÷ InMemoryStore: R@5 {verdict['r5_difference']:+.1f} points, "
+        f"R@10 {verdict['r10_difference']:+.1f} points; latency p50 ×{verdict['p50_ratio']}, "
+        f"p95 ×{verdict['p95_ratio']}. Leads on recall: **{verdict['leads_on_recall']}**; "
+        f"latency within 2×: **{verdict['latency_within_2x']}**.",
+        "",
+        "## Machine",
+        "",
+        ", ".join(f"{k} {v}" for k, v in report["machine"].items()),
+        f"; load average at start {report['load_average_at_start']}.",
+        "",
+        f"Run: `{report['command']}`, {report['started']}, {report['wall_seconds']:.0f} s.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--data", type=Path, default=Path(os.environ.get("LOCOMO_PATH", DEFAULT_DATA))
+    )
+    parser.add_argument("--conversations", type=int, default=None, help="run only the first N")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    args = parser.parse_args(argv)
+    console = Console(stderr=True)
+    if not args.data.is_file():
+        console.print(f"[red]LoCoMo data not found at {args.data}; pass --data[/red]")
+        return 2
+
+    conversations = load_conversations(args.data)[: args.conversations]
+    model = SentenceTransformerEmbedder(batch_size=BATCH_SIZE)
+    model.embed_documents(["warm-up: load the model before anything is timed"])
+    scores = {name: Scores() for name in (MEMENTO, MEMENTO_NO_USAGE, IN_MEMORY)}
+    latency: dict[str, list[float]] = {MEMENTO: [], IN_MEMORY: []}
+    writes: dict[str, list[float]] = {MEMENTO: [], IN_MEMORY: []}
+    load = os.getloadavg()
+    wall = time.perf_counter()
+    started = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    work = sum(len(c.turns) + len(c.questions) for c in conversations)
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=console) as progress:
+        task = progress.add_task("turns + questions", total=work)
+        for conversation in conversations:
+            progress.update(task, description=conversation.sample_id)
+            run_conversation(
+                conversation,
+                model,
+                scores,
+                latency,
+                writes,
+                lambda n: progress.advance(task, n),
+            )
+
+    summaries = {name: s.summary() for name, s in scores.items()}
+    timing = {
+        name: {
+            "p50": percentile(values, 50),
+            "p95": percentile(values, 95),
+            "searches": len(values),
+        }
+        for name, values in latency.items()
+    }
+    ours, theirs = summaries[MEMENTO]["overall"], summaries[IN_MEMORY]["overall"]
+    p50_ratio = round(timing[MEMENTO]["p50"] / timing[IN_MEMORY]["p50"], 2)
+    p95_ratio = round(timing[MEMENTO]["p95"] / timing[IN_MEMORY]["p95"], 2)
+    report: dict[str, Any] = {
+        "command": " ".join(["benchmarks/langgraph_store.py", *(argv or sys.argv[1:])]),
+        "started": started,
+        "wall_seconds": round(time.perf_counter() - wall, 1),
+        "conversations": len(conversations),
+        "turns": sum(len(c.turns) for c in conversations),
+        "questions_scored": scores[MEMENTO].count,
+        "stores": summaries,
+        "latency_ms": timing,
+        "write_ms_per_item": {
+            name: round(1000 * sum(v) / len(v), 1) for name, v in writes.items() if v
+        },
+        "verdict": {
+            "r5_difference": round(ours["R@5"] - theirs["R@5"], 1),
+            "r10_difference": round(ours["R@10"] - theirs["R@10"], 1),
+            "leads_on_recall": all(ours[f"R@{k}"] > theirs[f"R@{k}"] for k in KS),
+            "p50_ratio": p50_ratio,
+            "p95_ratio": p95_ratio,
+            "latency_within_2x": p50_ratio <= 2 and p95_ratio <= 2,
+        },
+        "load_average_at_start": [round(x, 2) for x in load],
+        "machine": machine(),
+    }
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "langgraph_store.json").write_text(
+        json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
+    )
+    markdown = render_markdown(report)
+    (args.out / "langgraph_store.md").write_text(markdown, encoding="utf-8")
+    console.print(markdown)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
