@@ -3,7 +3,7 @@
 The chatbot is an ordinary LangGraph graph: START → chatbot → END over ``MessagesState``. It gains
 memory with two nodes and two compile arguments — nothing else changes:
 
-    builder.add_node("recall", recall_node())      # memories for the user's message → system message
+    builder.add_node("recall", recall_node())      # the user's memories → a system message
     builder.add_node("remember", remember_node())  # the exchange → an episodic memory
     builder.compile(store=MementoStore(mem), checkpointer=MementoSaver(mem))
 
@@ -99,9 +99,7 @@ def chatbot_graph(model: BaseChatModel, *, with_memory: Memento | None = None) -
     builder.add_edge("recall", "chatbot")
     builder.add_edge("chatbot", "remember")
     builder.add_edge("remember", END)
-    return builder.compile(
-        store=MementoStore(with_memory), checkpointer=MementoSaver(with_memory)
-    )
+    return builder.compile(store=MementoStore(with_memory), checkpointer=MementoSaver(with_memory))
 
 
 def say(graph: Any, user: str, thread: str, text: str) -> str:
@@ -123,21 +121,22 @@ def main(argv: list[str] | None = None) -> int:
     say(plain, "alice", "thread-1", "My sister Maya lives in Porto.")
     say(plain, "alice", "thread-2", "Where does my sister live?")
 
-    with tempfile.TemporaryDirectory(prefix="memento-langgraph-") as tmp:
-        with Memento.open(args.path or Path(tmp) / "memory") as mem:
-            print("\nWith Memento, the second thread knows what the first one taught:")
-            graph = chatbot_graph(model, with_memory=mem)
-            say(graph, "alice", "thread-1", "My sister Maya lives in Porto.")
-            answer = say(graph, "alice", "thread-2", "Where does my sister live?")
+    with (
+        tempfile.TemporaryDirectory(prefix="memento-langgraph-") as tmp,
+        Memento.open(args.path or Path(tmp) / "memory") as mem,
+    ):
+        print("\nWith Memento, the second thread knows what the first one taught:")
+        graph = chatbot_graph(model, with_memory=mem)
+        say(graph, "alice", "thread-1", "My sister Maya lives in Porto.")
+        answer = say(graph, "alice", "thread-2", "Where does my sister live?")
 
-            print("\nAnd another user learns nothing of Alice's:")
-            say(graph, "bob", "thread-3", "Where does my sister live?")
+        print("\nAnd another user learns nothing of Alice's:")
+        say(graph, "bob", "thread-3", "Where does my sister live?")
 
-            saver = MementoSaver(mem)
-            archive_id = saver.archive_thread("thread-1")
-            if archive_id:
-                print(f"\nThread 1 archived as episodic memory {archive_id[:12]}…:")
-                print("  " + mem.get(archive_id).content.replace("\n", "\n  "))
+        archive_id = MementoSaver(mem).archive_thread("thread-1")
+        if archive_id:
+            print(f"\nThread 1 archived as episodic memory {archive_id[:12]}…:")
+            print("  " + mem.get(archive_id).content.replace("\n", "\n  "))
     return 0 if "Porto" in answer else 1
 
 

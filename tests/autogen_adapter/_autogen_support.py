@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
 from autogen_core.memory import MemoryContent, MemoryMimeType
 
-ALICE = {"user_id": "alice", "agent_id": "assistant"}
+
+class ScopeFields(TypedDict):
+    user_id: str
+    agent_id: str
+
+
+ALICE: ScopeFields = {"user_id": "alice", "agent_id": "assistant"}
 """The scope of the ``memory`` fixture: Alice's memories, written by the agent "assistant"."""
 
 

@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 
 from _autogen_support import text
 from autogen_agentchat.agents import AssistantAgent
-from autogen_agentchat.messages import MemoryQueryEvent, ToolCallExecutionEvent
+from autogen_agentchat.messages import (
+    BaseAgentEvent,
+    BaseChatMessage,
+    MemoryQueryEvent,
+    ToolCallExecutionEvent,
+)
 from autogen_core import FunctionCall
 from autogen_core.model_context import UnboundedChatCompletionContext
 from autogen_core.models import (
@@ -32,8 +38,8 @@ TOOL_MODEL = ModelInfo(
 )
 
 
-def memory_events(messages: object) -> list[MemoryQueryEvent]:
-    return [m for m in messages if isinstance(m, MemoryQueryEvent)]  # type: ignore[attr-defined]
+def memory_events(messages: Sequence[BaseAgentEvent | BaseChatMessage]) -> list[MemoryQueryEvent]:
+    return [m for m in messages if isinstance(m, MemoryQueryEvent)]
 
 
 def calls_remember(**arguments: object) -> CreateResult:

@@ -149,6 +149,19 @@ async def test_a_dict_becomes_a_dictionary_memory(memory: MementoMemory, mem: Me
     assert "Do Son Resort" in item.content
 
 
+async def test_memories_written_through_core_come_back_as_text_or_json(
+    memory: MementoMemory, mem: Memento
+) -> None:
+    alice = Scope(user_id="alice")
+    mem.remember("Alice's locker is number 12", scope=alice)
+    mem.remember("Alice's locker code", scope=alice, data={"locker": 12, "code": "0451"})
+    found = {r.mime_type: r.content for r in (await memory.query("Alice's locker")).results}
+    assert found == {
+        MemoryMimeType.TEXT: "Alice's locker is number 12",
+        MemoryMimeType.JSON: {"locker": 12, "code": "0451"},
+    }
+
+
 @pytest.mark.parametrize(
     ("content", "mime_type"),
     [

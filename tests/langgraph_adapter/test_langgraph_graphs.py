@@ -83,7 +83,9 @@ def chatbot_with_memory(
 
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
-async def test_nodes_reach_the_store_three_ways(shared_mem: Memento, fresh: Fresh, mode: str) -> None:
+async def test_nodes_reach_the_store_three_ways(
+    shared_mem: Memento, fresh: Fresh, mode: str
+) -> None:
     user = fresh("ivy")
     store = MementoStore(shared_mem)
 
@@ -174,7 +176,8 @@ async def test_a_second_thread_is_answered_with_what_the_first_taught(
     assert "Biscuit" not in memory_text(chat_model.prompts[0])  # nothing known yet
     remembered = shared_mem.recall("dog", scope=Scope(user_id=user), limit=5)
     assert any(
-        r.item.content == "User: My dog is called Biscuit.\nAssistant: Noted: your dog is called Biscuit."
+        r.item.content
+        == "User: My dog is called Biscuit.\nAssistant: Noted: your dog is called Biscuit."
         for r in remembered
     )
 
@@ -243,7 +246,11 @@ async def test_the_prebuilt_agent_gains_memory_through_its_hooks(
         )
     payload = {"messages": [("user", "Which city do I like best?")]}
     run_config = config(user, fresh("t"))
-    out = agent.invoke(payload, run_config) if mode == "sync" else await agent.ainvoke(payload, run_config)
+    out = (
+        agent.invoke(payload, run_config)
+        if mode == "sync"
+        else await agent.ainvoke(payload, run_config)
+    )
 
     prompt = chat_model.prompts[0]
     assert isinstance(prompt[0], SystemMessage) and "Porto" in str(prompt[0].content)
@@ -291,10 +298,14 @@ def test_hotword_events_go_to_the_custom_stream_once_per_thread(
     thread = fresh("t")
 
     first = list(
-        graph.stream({"messages": [("user", "도손에 가요")]}, config(user, thread), stream_mode="custom")
+        graph.stream(
+            {"messages": [("user", "도손에 가요")]}, config(user, thread), stream_mode="custom"
+        )
     )
     again = list(
-        graph.stream({"messages": [("user", "Do Son again")]}, config(user, thread), stream_mode="custom")
+        graph.stream(
+            {"messages": [("user", "Do Son again")]}, config(user, thread), stream_mode="custom"
+        )
     )
 
     assert [{k: v for k, v in e.items() if k != "msg"} for e in first] == [
@@ -314,7 +325,10 @@ def test_hotword_events_go_to_the_custom_stream_once_per_thread(
         },
     ]
     assert first[0]["msg"] == "도손"  # the memory's primary hotword
-    assert {p["k"]: p["v"] for p in json.loads(first[1]["msg"])} == {"place": "Do Son", "month": "June"}
+    assert {p["k"]: p["v"] for p in json.loads(first[1]["msg"])} == {
+        "place": "Do Son",
+        "month": "June",
+    }
     assert again == []  # a memory fires once per conversation, whichever variant
 
 

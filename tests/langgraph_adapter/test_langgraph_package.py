@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import inspect
+import os
 import subprocess
 import sys
 import zipfile
 from email.parser import Parser
 from pathlib import Path
 
+import pytest
+
 import memento_langgraph
 
-PACKAGE = Path(__file__).resolve().parents[2] / "packages" / "memento-langgraph"
+REPO = Path(__file__).resolve().parents[2]
+PACKAGE = REPO / "packages" / "memento-langgraph"
 
 
 def test_all_lists_every_public_name_and_only_those() -> None:
@@ -65,3 +69,17 @@ def test_importing_the_adapter_loads_no_other_framework_and_no_model() -> None:
         [sys.executable, "-c", code], check=True, capture_output=True, text=True
     )
     assert result.stdout.strip() == ""
+
+
+@pytest.mark.slow
+def test_the_example_runs_offline_and_remembers_across_threads() -> None:
+    result = subprocess.run(
+        [sys.executable, str(REPO / "examples" / "langgraph_agent.py")],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "HF_HUB_OFFLINE": "1", "MEMENTO_CHAT_MODEL": ""},
+    )
+    assert result.returncode == 0, result.stderr
+    assert "From what you told me before:" in result.stdout
+    assert "Porto" in result.stdout.split("With Memento")[1]

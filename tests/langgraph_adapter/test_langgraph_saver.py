@@ -162,7 +162,9 @@ async def test_async_delete_archives_too(open_memento: Callable[[], Memento], fr
     saver = MementoSaver(mem)
     thread = fresh("thread")
     graph = chat_graph(saver, ["Got it: the meeting moved to Friday."])
-    await graph.ainvoke({"messages": [("user", "The meeting moved to Friday.")]}, config(thread, "fay"))
+    await graph.ainvoke(
+        {"messages": [("user", "The meeting moved to Friday.")]}, config(thread, "fay")
+    )
 
     assert await saver.aarchive_thread(fresh("no-such-thread")) is None
     await saver.adelete_thread(thread)
@@ -184,6 +186,16 @@ def test_checkpoints_survive_reopening_the_store(embedder: Embedder, tmp_path: P
         out = graph.invoke({"messages": [("user", "Who am I?")]}, config("t1"))
         assert len(out["messages"]) == 4
         assert len(list(graph.get_state_history(config("t1")))) >= 6
+
+
+def test_thread_ids_need_not_be_strings(open_memento: Callable[[], Memento]) -> None:
+    saver = MementoSaver(open_memento())
+    graph = chat_graph(saver, ["forty-two"])
+    graph.invoke({"messages": [("user", "hi")]}, {"configurable": {"thread_id": 42}})
+
+    state = graph.get_state({"configurable": {"thread_id": 42}})
+    assert [m.content for m in state.values["messages"]] == ["hi", "forty-two"]
+    assert saver.get_tuple({"configurable": {"thread_id": "42"}}) is not None
 
 
 def test_copy_thread_gives_the_copy_the_same_state(

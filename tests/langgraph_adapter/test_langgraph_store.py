@@ -139,7 +139,7 @@ def test_query_search_ranks_with_memento_and_returns_its_scores(
 
     hits = store.search(namespace, query="which database do we run in production?")
 
-    assert [h.key for h in hits][0] == "db"
+    assert hits[0].key == "db"
     scores = [h.score for h in hits]
     assert all(isinstance(s, float) for s in scores)
     assert scores == sorted(scores, reverse=True)  # type: ignore[type-var]
@@ -372,7 +372,9 @@ def test_list_namespaces_by_prefix_suffix_wildcard_depth_and_page(
         lambda s: s.batch([ListNamespacesOp((MatchCondition("suffix", ("a.b",)),))]),
     ],
 )
-def test_langgraph_namespace_rules_are_enforced(store: MementoStore, call: Callable[..., object]) -> None:
+def test_langgraph_namespace_rules_are_enforced(
+    store: MementoStore, call: Callable[..., object]
+) -> None:
     with pytest.raises(InvalidNamespaceError):
         call(store)
 

@@ -347,6 +347,9 @@ class ChatMemory:
         snap, pending = self._overflow(evicted)
         self._write(fresh, {"start": _start(tail, evicted, log.marks["start"]), "snap": snap})
         log.tail, log.system, log.pending = tail, system, pending
+        if len(self._costs) > 2 * (len(tail) + len(pending or ())) + 64:  # forget evicted ones
+            live = {m.id or "" for m in [*tail, *(pending or ()), *([system] if system else [])]}
+            self._costs = {key: cost for key, cost in self._costs.items() if key in live}
         return result
 
     def _too_large(self, unit: list[Message], system: Message | None) -> MessageTooLarge:
@@ -571,9 +574,11 @@ def _archive(
     a chat with the same gist stay two memories); returns the memory id."""
     sid = scope.session_id
     first, last = messages[0].created_at, messages[-1].created_at
-    span = f"{first:%Y-%m-%d %H:%M:%S} to {last:%Y-%m-%d %H:%M:%S} UTC" if first and last else ""
+    start, end = f"{first:%Y-%m-%d %H:%M:%S}", f"{last:%Y-%m-%d %H:%M:%S}"
+    span = start if start == end else f"{start} to {end[11:] if end[:10] == start[:10] else end}"
+    count = f"{len(messages)} message{'s' if len(messages) > 1 else ''}"
     return mem.remember(
-        f"Chat {sid}, {span} ({len(messages)} messages):\n{summarizer.summarize(messages)}",
+        f"Chat {sid}, {span} UTC, {count}:\n{summarizer.summarize(messages)}",
         scope=scope,
         type="episodic",
         title=f"Chat session {sid}" if reason == "thread" else f"Earlier in chat session {sid}",

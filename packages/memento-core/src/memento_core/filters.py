@@ -105,13 +105,16 @@ def _listed(values: Mapping[str, Any], key: str) -> list[Any]:
 
 
 def visibility_clause(viewer: Scope) -> dict[str, Any]:
-    """Fail-closed: public, plus the viewer's own memories, plus team memories of its project."""
+    """Fail-closed: public, plus the viewer's own memories, plus team memories of its project.
+
+    A viewer without a user is the store's anonymous user: it sees memories stored without a
+    user (so a single-user app needs no scopes at all), and never any user's private ones.
+    """
     if not isinstance(viewer, Scope):
         # A dict here would be read as field names, not as a viewer: refuse it outright.
         raise InvalidScope(f"scope must be a Scope, got {type(viewer).__name__}: {viewer!r}")
     visible: list[dict[str, Any]] = [{"privacy": Privacy.PUBLIC.value}]
-    if viewer.user_id:
-        visible.append({"user_id": viewer.user_id})
+    visible.append({"user_id": viewer.user_id or ""})
     if viewer.project_id:
         visible.append(
             {"$and": [{"privacy": Privacy.TEAM.value}, {"project_id": viewer.project_id}]}

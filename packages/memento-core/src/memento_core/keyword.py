@@ -317,8 +317,9 @@ class KeywordIndex:
         alive = np.frombuffer(bytes(self._alive), dtype=np.uint8).astype(bool)
         privacy = np.frombuffer(self._privacy, dtype=np.int8)
         visible = privacy == 2
-        if viewer_user and viewer_user in self._codes:
-            visible |= np.frombuffer(self._owner, dtype=np.int32) == self._codes[viewer_user]
+        owner = self._codes.get(viewer_user or "")
+        if owner is not None:  # no user: the anonymous user's memories (owner code of "")
+            visible |= np.frombuffer(self._owner, dtype=np.int32) == owner
         if viewer_project and viewer_project in self._codes:
             project = np.frombuffer(self._project, dtype=np.int32)
             visible |= (privacy == 1) & (project == self._codes[viewer_project])

@@ -7,8 +7,9 @@ that must match a hosted model exactly, plug in a counter built on that model's 
 (for OpenAI models, ``tiktoken`` — which downloads its encodings, so it is not the default).
 
 A message costs its text tokens, plus for each tool call the tokens of its name and of its
-arguments as JSON, plus ``MESSAGE_OVERHEAD`` (4) tokens for the role and the framing that chat
-formats wrap around every message (OpenAI's documented figure is 3–4 per message).
+arguments as JSON, plus the sender's ``name`` if it has one, plus ``MESSAGE_OVERHEAD`` (4)
+tokens for the role and the framing chat formats wrap around every message (OpenAI's documented
+figure is 3–4 per message).
 """
 
 from __future__ import annotations
@@ -89,7 +90,7 @@ def default_counter() -> TokenCounter:
 
 
 def count_message(message: Message, counter: TokenCounter | None = None) -> int:
-    """Tokens a message takes in a prompt: text + tool calls + ``MESSAGE_OVERHEAD``."""
+    """Tokens a message takes in a prompt: text + tool calls + name + ``MESSAGE_OVERHEAD``."""
     chosen = counter or default_counter()
     total = MESSAGE_OVERHEAD + chosen.count(message.content)
     for call in message.tool_calls:

@@ -85,7 +85,7 @@ class MementoSaver(BaseCheckpointSaver[str]):
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         configurable = config["configurable"]
-        thread, ns = configurable["thread_id"], configurable.get("checkpoint_ns", "")
+        thread, ns = _address(configurable)
         checkpoint_id = get_checkpoint_id(config)
         if checkpoint_id:
             found = self._records.checkpoints(ids=[(thread, ns, checkpoint_id)])
@@ -108,7 +108,7 @@ class MementoSaver(BaseCheckpointSaver[str]):
     ) -> Iterator[CheckpointTuple]:
         configurable = (config or {}).get("configurable") or {}
         heads = self._records.checkpoint_heads(
-            thread=configurable.get("thread_id"),
+            thread=str(configurable["thread_id"]) if "thread_id" in configurable else None,
             ns=configurable.get("checkpoint_ns"),
             checkpoint_id=configurable.get("checkpoint_id"),
         )
@@ -173,7 +173,7 @@ class MementoSaver(BaseCheckpointSaver[str]):
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
         configurable = config["configurable"]
-        thread, ns = configurable["thread_id"], configurable.get("checkpoint_ns", "")
+        thread, ns = _address(configurable)
         stored = checkpoint.copy()
         values: dict[str, Any] = stored.pop("channel_values")  # type: ignore[misc]  # stored apart
         self._records.put_blobs(
@@ -209,7 +209,7 @@ class MementoSaver(BaseCheckpointSaver[str]):
         task_path: str = "",
     ) -> None:
         configurable = config["configurable"]
-        thread, ns = configurable["thread_id"], configurable.get("checkpoint_ns", "")
+        thread, ns = _address(configurable)
         checkpoint_id = configurable["checkpoint_id"]
         indexed = [
             (WRITES_IDX_MAP.get(channel, n), channel, self.serde.dumps_typed(value))
@@ -224,13 +224,13 @@ class MementoSaver(BaseCheckpointSaver[str]):
         """Delete a thread's checkpoints and writes; first archive its messages (if enabled)."""
         if self.archive_on_delete:
             self.archive_thread(thread_id)
-        self._records.delete_thread(thread_id)
+        self._records.delete_thread(str(thread_id))
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
         self._records.delete_runs(list(run_ids), self.serde)
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
-        self._records.copy_thread(source_thread_id, target_thread_id)
+        self._records.copy_thread(str(source_thread_id), str(target_thread_id))
 
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         """``keep_latest``: keep each namespace's newest checkpoint and the ancestors its delta
@@ -240,7 +240,7 @@ class MementoSaver(BaseCheckpointSaver[str]):
                 self.delete_thread(thread_id)
         elif strategy == "keep_latest":
             for thread_id in thread_ids:
-                self._records.keep_latest(thread_id, self.serde)
+                self._records.keep_latest(str(thread_id), self.serde)
         else:
             raise ValueError(f"unknown prune strategy {strategy!r}; use 'keep_latest' or 'delete'")
 
@@ -249,6 +249,7 @@ class MementoSaver(BaseCheckpointSaver[str]):
     def archive_thread(self, thread_id: str) -> str | None:
         """Archive the thread's conversation into an episodic memory now; returns its id, or
         None when the thread has no messages. The checkpoints stay."""
+        thread_id = str(thread_id)
         latest = self.get_tuple({"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}})
         if latest is None:
             return None
@@ -327,6 +328,11 @@ class MementoSaver(BaseCheckpointSaver[str]):
 
     async def aarchive_thread(self, thread_id: str) -> str | None:
         return await asyncio.to_thread(self.archive_thread, thread_id)
+
+
+def _address(configurable: dict[str, Any]) -> tuple[str, str]:
+    """(thread, namespace) of a config; thread ids are kept as text, whatever was passed."""
+    return str(configurable["thread_id"]), str(configurable.get("checkpoint_ns") or "")
 
 
 def _key(record: Record) -> tuple[str, str, str]:
