@@ -148,7 +148,8 @@ async def test_the_functional_api_uses_store_and_checkpointer(
     assert await visit.ainvoke("ann", thread) == 2
     assert await avisit.ainvoke("ann", config(None, fresh("other-thread"))) == 3
     assert visit.get_state(thread).values == 2
-    assert store.get((root,), "ann").value == {"visits": 3}  # type: ignore[union-attr]
+    stored = store.get((root,), "ann")
+    assert stored is not None and stored.value == {"visits": 3}
 
 
 # ----------------------------------------------------------------------------- recall and remember

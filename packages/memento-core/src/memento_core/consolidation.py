@@ -14,9 +14,27 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from memento_core.drafts import MemoryDraft
+from memento_core.errors import InvalidInput, InvalidScope
 from memento_core.filters import live_clause
-from memento_core.model import LinkType, MemoryItem, MemoryType, Privacy, Scope, as_utc, utcnow
-from memento_core.storage import item_from_record, to_micros
+from memento_core.model import (
+    Link,
+    LinkType,
+    MemoryItem,
+    MemoryType,
+    Privacy,
+    Scope,
+    as_utc,
+    utcnow,
+)
+from memento_core.storage import (
+    PLACEHOLDER_VECTOR,
+    ChromaStore,
+    item_from_record,
+    link_id,
+    link_metadata,
+    to_micros,
+)
 
 if TYPE_CHECKING:
     from memento_core.memento import Memento
@@ -27,6 +45,9 @@ CLUSTER_SIMILARITY = 0.6
 TAG_BONUS = 0.1
 DUPLICATE_SIMILARITY = 0.92
 CONFLICT_SIMILARITY = 0.75
+WRITE_CHUNK = 64
+"""Clusters whose facts, links and marks are written together: a round trip to Chroma costs
+tens of milliseconds, so writing per source would dominate a sleep."""
 
 _NEGATION = re.compile(
     r"\b(?:not|no|never|cannot|none|nobody|nothing|neither|nor|no longer)\b|n't|"
@@ -75,26 +96,33 @@ def conflicting(a: MemoryItem, b: MemoryItem, similarity: float) -> bool:
 
 
 def _clusters(items: Sequence[MemoryItem], vectors: Any) -> list[list[int]]:
-    """Greedy single pass in time order: each episode joins the closest centre, if close enough."""
+    """Greedy single pass in time order: each episode joins the closest centre, if close enough
+    (a shared tag adds ``TAG_BONUS``); on a tie, the newer cluster. A centre is the normalised
+    mean of its members."""
     import numpy as np
 
     clusters: list[list[int]] = []
-    centres: list[Any] = []
+    sums = np.zeros_like(vectors)
+    centres = np.zeros_like(vectors)
+    clusters_with_tag: dict[str, set[int]] = {}
     for n, item in enumerate(items):
-        best, best_score = -1, CLUSTER_SIMILARITY
-        for c, centre in enumerate(centres):
-            score = float(centre @ vectors[n])
-            if set(item.tags) & {t for i in clusters[c] for t in items[i].tags}:
-                score += TAG_BONUS
-            if score >= best_score:
-                best, best_score = c, score
+        best = -1
+        if clusters:
+            scores = centres[: len(clusters)] @ vectors[n]
+            tagged = set().union(*(clusters_with_tag.get(t, set()) for t in item.tags))
+            if tagged:
+                scores[sorted(tagged)] += TAG_BONUS
+            top = float(scores.max())
+            if top >= CLUSTER_SIMILARITY:
+                best = int(np.flatnonzero(scores == top)[-1])
         if best < 0:
-            clusters.append([n])
-            centres.append(vectors[n])
-        else:
-            clusters[best].append(n)
-            centre = np.mean([vectors[i] for i in clusters[best]], axis=0)
-            centres[best] = centre / (np.linalg.norm(centre) or 1.0)
+            best = len(clusters)
+            clusters.append([])
+        clusters[best].append(n)
+        for tag in item.tags:
+            clusters_with_tag.setdefault(tag, set()).add(best)
+        sums[best] += vectors[n]
+        centres[best] = sums[best] / (np.linalg.norm(sums[best]) or 1.0)
     return clusters
 
 
@@ -102,9 +130,7 @@ def _common(values: Sequence[str | None]) -> str | None:
     return values[0] if len(set(values)) == 1 else None
 
 
-def _fact_for(sources: Sequence[MemoryItem], text: str) -> Any:
-    from memento_core.memento import MemoryDraft
-
+def _fact_for(sources: Sequence[MemoryItem], text: str) -> MemoryDraft:
     privacy_order = [Privacy.PRIVATE, Privacy.TEAM, Privacy.PUBLIC]
     tags = list(dict.fromkeys(t for s in sources for t in s.tags))[:64]
     return MemoryDraft(
@@ -142,6 +168,10 @@ def sleep(
     """
     import numpy as np
 
+    if not isinstance(scope, Scope):
+        raise InvalidScope(f"scope must be a Scope, got {type(scope).__name__}: {scope!r}")
+    if isinstance(min_cluster, bool) or not isinstance(min_cluster, int) or min_cluster < 1:
+        raise InvalidInput(f"min_cluster must be a whole number ≥ 1, got {min_cluster!r}")
     if summarizer is None:
         from memento_core.summarize import ExtractiveSummarizer
 
@@ -168,28 +198,67 @@ def sleep(
         vectors = np.asarray([r[3] for r in records], dtype=np.float32)
         groups = [g for g in _clusters(items, vectors) if len(g) >= min_cluster]
         report.clusters = len(groups)
-        for done, group in enumerate(groups, 1):
-            sources = [items[i] for i in group]
-            text = summarizer.summarize([s.content for s in sources])
-            fact_id = mem.remember_many([_fact_for(sources, text)])[0]
-            report.written.append(fact_id)
-            for source in sources:
-                mem.link(fact_id, LinkType.DERIVED_FROM, source.id)
-            report.derived_links += len(sources)
-            ids = [s.id for s in sources]
-            store.items.update(
-                ids=ids, metadatas=[{"consolidated_at": to_micros(moment)}] * len(ids)
-            )
-            report.consolidated.extend(ids)
+        for start in range(0, len(groups), WRITE_CHUNK):
+            chunk = [[items[i] for i in group] for group in groups[start : start + WRITE_CHUNK]]
+            _write_facts(mem, chunk, summarizer, moment, report)
             if on_progress:
-                on_progress(done, len(groups))
+                on_progress(start + len(chunk), len(groups))
     _check_facts(mem, scope, report, moment)
     return report
 
 
+def _write_facts(
+    mem: Memento,
+    clusters: Sequence[Sequence[MemoryItem]],
+    summarizer: Summarizer,
+    moment: datetime,
+    report: SleepReport,
+) -> None:
+    """One fact per cluster, then its ``derived_from`` links, then the sources' consolidated
+    marks: in that order, so a run cut short is finished by the next (each step is idempotent)."""
+    drafts = [
+        _fact_for(sources, summarizer.summarize([s.content for s in sources]))
+        for sources in clusters
+    ]
+    fact_ids = mem.remember_many(drafts)
+    links = [
+        Link(fact_id, LinkType.DERIVED_FROM, source.id, created_at=moment)
+        for fact_id, sources in zip(fact_ids, clusters)
+        for source in sources
+    ]
+    _add_links(mem._store, links)
+    ids = [source.id for sources in clusters for source in sources]
+    mem._store.items.update(ids=ids, metadatas=[{"consolidated_at": to_micros(moment)}] * len(ids))
+    report.written.extend(fact_ids)
+    report.derived_links += len(links)
+    report.consolidated.extend(ids)
+
+
+def _add_links(store: ChromaStore, links: Sequence[Link]) -> None:
+    """Add links not stored yet, in one round trip. Chroma's ``add`` keeps the first record of
+    an id, so a concurrent run adding the same link changes nothing."""
+    fresh = {link_id(link): link for link in links}
+    if not fresh:
+        return
+    known = set(store.links.get(ids=list(fresh), include=[])["ids"])
+    for stored in known:
+        del fresh[stored]
+    if fresh:
+        store.links.add(
+            ids=list(fresh),
+            embeddings=[PLACEHOLDER_VECTOR] * len(fresh),
+            documents=[""] * len(fresh),
+            metadatas=[link_metadata(link) for link in fresh.values()],
+        )
+
+
 def _check_facts(mem: Memento, scope: Scope, report: SleepReport, moment: datetime) -> None:
-    """Link each live fact of the user to its nearest older neighbours: duplicates are merged,
-    conflicts marked. Pairs already linked are skipped, so a second run writes nothing."""
+    """Link each live fact of the user to its older neighbours: a duplicate is merged into the
+    oldest it duplicates, conflicts are linked and the older fact is marked superseded by the
+    newest fact contradicting it. Links already stored and marks already right are left alone,
+    so a second run writes nothing."""
+    import numpy as np
+
     store = mem._store
     where = {
         "$and": [
@@ -203,38 +272,61 @@ def _check_facts(mem: Memento, scope: Scope, report: SleepReport, moment: dateti
             store.items, where=where, include=["metadatas", "documents", "embeddings"]
         )
     )
-    facts = [item_from_record(i, d or "", m) for i, m, d, _ in records]
-    if len(facts) < 2:
+    if len(records) < 2:
         return
-    import numpy as np
-
+    records.sort(key=lambda r: (r[1]["created_at"], r[0]))
+    facts = [item_from_record(i, d or "", m) for i, m, d, _ in records]
     vectors = np.asarray([r[3] for r in records], dtype=np.float32)
-    order = sorted(range(len(facts)), key=lambda n: (facts[n].created_at, facts[n].id))
+    with_data = np.asarray([bool(f.data) for f in facts])
+    contradicting = _contradicts_links(store, [f.id for f in facts])
     merged: set[str] = set()
-    for position, newer_index in enumerate(order):
-        newer = facts[newer_index]
-        if newer.id in merged:
+    newest_conflict: dict[int, int] = {}
+    for newer_index, newer in enumerate(facts):
+        similarities = vectors[:newer_index] @ vectors[newer_index]
+        # Only pairs close enough to be duplicates or conflicting sentences, or two dictionary
+        # memories (which conflict by key whatever their texts' similarity), need a closer look.
+        close = similarities >= CONFLICT_SIMILARITY
+        if newer.data:
+            close |= with_data[:newer_index]
+        olders = [int(i) for i in np.flatnonzero(close) if facts[i].id not in merged]
+        conflicts = {i: conflicting(newer, facts[i], float(similarities[i])) for i in olders}
+        duplicate = next(
+            (i for i in olders if similarities[i] >= DUPLICATE_SIMILARITY and not conflicts[i]),
+            None,
+        )
+        if duplicate is not None:
+            _merge(mem, newer, facts[duplicate], moment)
+            merged.add(newer.id)
+            report.merged.append((newer.id, facts[duplicate].id))
             continue
-        for older_index in order[:position]:
+        for older_index in (i for i in olders if conflicts[i]):
             older = facts[older_index]
-            if older.id in merged:
-                continue
-            similarity = float(vectors[newer_index] @ vectors[older_index])
-            if similarity >= DUPLICATE_SIMILARITY and not conflicting(newer, older, similarity):
-                _merge(mem, newer, older)
-                merged.add(newer.id)
-                report.merged.append((newer.id, older.id))
-                break
-            if conflicting(newer, older, similarity) and older.superseded_by != newer.id:
+            if (newer.id, older.id) not in contradicting:
                 mem.link(newer.id, LinkType.CONTRADICTS, older.id)
-                store.items.update(ids=[older.id], metadatas=[{"superseded_by": newer.id}])
                 report.contradictions.append((newer.id, older.id))
+            newest_conflict[older_index] = newer_index
+    for older_index, newer_index in newest_conflict.items():
+        older, newer = facts[older_index], facts[newer_index]
+        if older.id not in merged and older.superseded_by != newer.id:
+            store.items.update(ids=[older.id], metadatas=[{"superseded_by": newer.id}])
 
 
-def _merge(mem: Memento, newer: MemoryItem, older: MemoryItem) -> None:
-    """Fold ``newer`` into ``older``: the older inherits its provenance, the newer is hidden."""
+def _contradicts_links(store: ChromaStore, ids: Sequence[str]) -> set[tuple[str, str]]:
+    found = store.links.get(
+        where={"$and": [{"type": LinkType.CONTRADICTS.value}, {"source_id": {"$in": list(ids)}}]},
+        include=["metadatas"],
+    )
+    return {(m["source_id"], m["target_id"]) for m in found["metadatas"]}
+
+
+def _merge(mem: Memento, newer: MemoryItem, older: MemoryItem, moment: datetime) -> None:
+    """Fold ``newer`` into ``older``: the older inherits its provenance, the newer is hidden
+    (soft-deleted, so ``restore`` can undo the merge) behind a ``duplicates`` link."""
     mem.link(newer.id, LinkType.DUPLICATES, older.id)
-    for link in mem.links(newer.id):
-        if link.type is LinkType.DERIVED_FROM and link.source_id == newer.id:
-            mem.link(older.id, LinkType.DERIVED_FROM, link.target_id)
+    inherited = [
+        Link(older.id, LinkType.DERIVED_FROM, link.target_id, created_at=moment)
+        for link in mem.links(newer.id)
+        if link.type is LinkType.DERIVED_FROM and link.source_id == newer.id
+    ]
+    _add_links(mem._store, inherited)
     mem.forget(newer.id)

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from memento_core.drafts import used_fields
 from memento_core.errors import InvalidInput
 from memento_core.filters import live_clause, visibility_clause
 from memento_core.model import (
@@ -178,8 +179,6 @@ def review_due(
 
 def review(mem: Memento, memory_id: str, grade: int, *, now: datetime | None = None) -> MemoryItem:
     """Record a review (grade 0..5) and reschedule the card; it counts as a use."""
-    from memento_core.memento import used_fields
-
     if isinstance(grade, bool) or not isinstance(grade, int) or not 0 <= grade <= 5:
         raise InvalidInput(f"grade must be a whole number from 0 to 5, got {grade!r}")
     moment = as_utc(now, "now") if now else utcnow()
