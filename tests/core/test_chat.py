@@ -417,6 +417,18 @@ def test_initial_memory_from_an_earlier_session(mem: Memento) -> None:
     assert contents(seeded.history()) == ["Lisbon it is."]
 
 
+def test_initial_memory_never_copies_another_users_session(mem: Memento) -> None:
+    ann = ChatMemory(mem, "ann-old", scope=Scope(user_id="ann"))
+    ann.append(Message.user("my secret plan"))
+    own = ChatMemory(mem, "ann-new", scope=Scope(user_id="ann"), initial=FromSession("ann-old"))
+    assert contents(own.window()) == ["my secret plan"]
+    ben = ChatMemory(mem, "ben-new", scope=Scope(user_id="ben"), initial=FromSession("ann-old"))
+    for _ in range(2):
+        with pytest.raises(InvalidInput, match="no messages to start from"):
+            ben.window()
+    assert history(mem, "ben-new") == []
+
+
 def test_initial_memory_from_messages_or_nothing(mem: Memento) -> None:
     given = [Message.user("I am Ann"), {"role": "assistant", "content": "Hi Ann"}]
     seeded = ChatMemory(mem, "a", initial=given)

@@ -105,6 +105,9 @@ def test_two_processes_against_a_chroma_server(chroma_server: str, tmp_path: Pat
         )
         for name in ("alpha", "omega")
     ]
+    watcher = Memento.open(url=chroma_server, collection_prefix=prefix, embedder=HashEmbedder())
+    watching = ChatMemory(watcher, "shared", policy=POLICY)
+    assert watching.window() == []  # loaded now, before anyone writes
     for child in children:
         assert child.stdout is not None and child.stdout.readline().strip() == "ready"
     for child in children:
@@ -119,3 +122,4 @@ def test_two_processes_against_a_chroma_server(chroma_server: str, tmp_path: Pat
         full = memory.history()
         check_history(full, ["alpha", "omega"])
         assert memory.window() == full[-8:]
+    assert watching.window() == full[-8:]  # a live window picks up other processes' writes

@@ -14,6 +14,7 @@ import pytest
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 from langchain_core.outputs import ChatResult
+from langchain_core.runnables import RunnableConfig
 from langgraph.config import get_store
 from langgraph.func import entrypoint
 from langgraph.graph import END, START, MessagesState, StateGraph
@@ -49,7 +50,7 @@ def model(*replies: str) -> RecordingModel:
     return RecordingModel(messages=iter([AIMessage(r) for r in replies]))
 
 
-def config(user: str | None, thread: str) -> dict[str, Any]:
+def config(user: str | None, thread: str) -> RunnableConfig:
     configurable = {"thread_id": thread}
     if user is not None:
         configurable["user_id"] = user

@@ -11,6 +11,7 @@ from uuid import uuid4
 import pytest
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
+from langchain_core.runnables import RunnableConfig
 from langgraph.channels.delta import DeltaChannel
 from langgraph.checkpoint.base import Checkpoint, CheckpointMetadata
 from langgraph.checkpoint.conformance import checkpointer_test, validate
@@ -80,7 +81,7 @@ def chat_graph(saver: MementoSaver, replies: list[str]) -> CompiledStateGraph[An
     return builder.compile(checkpointer=saver)
 
 
-def config(thread: str, user: str | None = None) -> dict[str, Any]:
+def config(thread: str, user: str | None = None) -> RunnableConfig:
     configurable = {"thread_id": thread}
     if user is not None:
         configurable["user_id"] = user

@@ -155,11 +155,12 @@ class MementoMemory(Memory, Component[MementoMemoryConfig]):
     async def clear(self) -> None:
         """Erase this memory's own memories, and nothing else in the store.
 
-        Its own are those that ``add`` could have written: every field this memory's scope
-        sets (user, agent, project, session) matches. Other users' memories, and memories of
-        the same user under another agent or project this memory names, stay. The erase is a
-        hard delete (vectors, links and feedback go too). A memory whose scope sets no field
-        refuses, because every public memory in the store would match.
+        Its own are those that ``add`` could have written: every field its scope sets (user,
+        agent, project, session) matches; a field it leaves open (say, the session) matches
+        any value. So other users' memories stay, and so do the same user's memories written
+        under another agent when this memory names one. The erase is a hard delete (vectors,
+        links and feedback go too). A memory whose scope sets no field refuses, because every
+        public memory in the store would match.
         """
         if not any(self._scope.as_dict().values()):
             raise InvalidScope(

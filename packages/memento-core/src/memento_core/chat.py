@@ -430,12 +430,19 @@ class ChatMemory:
             self._take_marks(meta)
         self._take(_query(col, {"session": sid, "kind": "message", "ts": _since(log, "start")}))
         self._take(_query(col, {"session": sid, "role": "system", "ts": _since(log, "floor")}))
+        if not (log.marks["start"] or log.tail or log.system) and self._initial is not None:
+            self._seed(self._initial)  # a new session; loading it again is harmless if this fails
         log.loaded = True
-        if log.marks["start"] or log.tail or log.system or self._initial is None:
-            return
-        seed = self._initial
+
+    def _seed(self, seed: FromSession | list[Message]) -> None:
+        """Start a new session with its initial memory (copies: the messages get new ids)."""
         if isinstance(seed, FromSession):
-            earlier = [m for m in history(self._mem, seed.session_id) if m.role is not Role.SYSTEM]
+            where = {"session": seed.session_id, "kind": "message"}
+            records = _query(self._chats.collection, where)
+            owner = self.scope.user_id
+            if owner and any(meta["user_id"] != owner for _, meta, _ in records):
+                raise InvalidInput(f"session {seed.session_id!r} has no messages to start from")
+            earlier = [m for m in (_decode(*r) for r in records) if m.role is not Role.SYSTEM]
             seed = _visible(earlier[-seed.last :])
         if seed:
             self._commit([dataclasses.replace(m, id=None, created_at=None) for m in seed])

@@ -86,6 +86,8 @@ _UNSPACED_SCRIPTS = (
 # check the start boundary, check the end boundary, then an entry index and a variant index for
 # every uid the key belongs to).
 _Target = tuple[int, ...]
+# ``feed`` brings ``Conversation._recent`` up to date (and trims it) once per this many chunks.
+_MAX_PIECES = 32
 # A match waiting for its decision: (chunk serial, end byte, entry index, variant index, check end).
 _Candidate = tuple[int, int, int, int, bool]
 
@@ -244,13 +246,12 @@ class Conversation:
         "_normaliser",
         "_origin",
         "_pending",
-        "_provisional",
+        "_pieces",
         "_recent",
         "_recent_start",
         "_released_serials",
         "_search",
         "_serial",
-        "_trim_at",
         "connection_id",
     )
 
@@ -265,9 +266,7 @@ class Conversation:
         self._released_serials: list[int] = []
         self._normaliser = StreamNormaliser()
         self._search: Any = None
-        # Trimming ``_recent`` only once it is this long keeps the cost per chunk at one short
-        # concatenation.
-        self._trim_at = 4 * detector._window_bytes + 512
+        self._pieces: list[str] = []  # text fed since _recent was last brought up to date
         self._start_text()
 
     def _start_text(self) -> None:
@@ -276,9 +275,12 @@ class Conversation:
             self._search = self._detector._new_search()
         # Positions are byte offsets into the normalised text since the text began.
         self._origin = 0  # where the search iterator started
-        self._recent = ""  # at least the last window_bytes fed, for boundary checks and replays
-        self._recent_start = 0  # where _recent starts; it always ends where the text fed ends
-        self._provisional = ""  # the end of the text fed, which may still change
+        # At least the last window_bytes fed, for boundary checks and replays. ``feed`` only
+        # appends to ``_pieces`` (cheaper than a concatenation per chunk); ``_join_recent`` adds
+        # them to ``_recent``, which then ends where the text fed ends.
+        self._recent = ""
+        self._recent_start = 0  # where _recent starts
+        self._pieces.clear()
 
     @property
     def fired_uids(self) -> frozenset[str]:
@@ -303,28 +305,38 @@ class Conversation:
         search = self._search
         if search is None:  # an empty hotword set
             return []
-        replace, delta, provisional = self._normaliser.push(text_chunk)
-        if replace:
-            self._drop_provisional()
+        # The path nearly every chunk takes: normalised text that only extends what came before,
+        # searched, and no allocation beyond the text itself unless something matched.
+        delta = self._normaliser.extend(text_chunk)
+        if delta is None:  # the chunk reaches back into the provisional end of the text
+            delta = self._push(text_chunk)
             search = self._search
-        self._provisional = provisional
-        if delta:
-            encoded = (
-                delta
-                if delta.isascii()
-                else delta.encode("utf-8", "surrogatepass").decode("latin-1")
-            )
-            self._recent += encoded  # until trimmed below, it covers every byte a check needs
-            search.set(encoded)
-            for end_index, target in search:
-                self._add_candidates(self._origin + end_index, target)
-            if len(self._recent) > self._trim_at:
-                released = self._settle(end_of_text=False) if self._pending else []
-                self._trim_recent()
-                return released
-        if self._pending:
-            return self._settle(end_of_text=False)
+        encoded = (
+            delta if delta.isascii() else delta.encode("utf-8", "surrogatepass").decode("latin-1")
+        )
+        pieces = self._pieces
+        pieces.append(encoded)
+        # reset=False given explicitly: left out, pyahocorasick raises and clears an IndexError.
+        search.set(encoded, False)
+        for end_index, target in search:
+            self._add_candidates(self._origin + end_index, target)
+        if self._pending or len(pieces) >= _MAX_PIECES:
+            return self._settle_and_trim()
         return []
+
+    def _push(self, text_chunk: str) -> str:
+        """The general path of ``feed``: the normaliser may replace the provisional end."""
+        normaliser = self._normaliser
+        old_provisional = normaliser.provisional
+        replace, delta, _ = normaliser.push(text_chunk)
+        if replace:
+            self._drop_provisional(old_provisional)
+        return delta
+
+    def _settle_and_trim(self) -> list[HotwordEvent]:
+        released = self._settle(end_of_text=False) if self._pending else []
+        self._trim_recent()
+        return released
 
     def flush(self) -> list[HotwordEvent]:
         """End the current text: settle what is pending. The next ``feed`` starts a new text."""
@@ -350,14 +362,27 @@ class Conversation:
         self._groups = {}
         self._start_text()
 
+    def _join_recent(self) -> str:
+        """``_recent``, brought up to date with the pieces fed since."""
+        if self._pieces:
+            self._recent += "".join(self._pieces)
+            self._pieces.clear()
+        return self._recent
+
     def _end(self) -> int:
         """Where the text fed so far ends."""
-        return self._recent_start + len(self._recent)
+        return self._recent_start + len(self._join_recent())
+
+    def _provisional_bytes(self) -> int:
+        """Bytes at the end of the text fed that may still change."""
+        return _byte_length(self._normaliser.provisional)
 
     def _trim_recent(self) -> None:
-        keep = self._detector._window_bytes + _byte_length(self._provisional)
-        self._recent_start += len(self._recent) - keep
-        self._recent = self._recent[-keep:]
+        recent = self._join_recent()
+        keep = self._detector._window_bytes + self._provisional_bytes()
+        if len(recent) > keep:
+            self._recent_start += len(recent) - keep
+            self._recent = recent[-keep:]
 
     def _add_candidates(self, end: int, target: _Target) -> None:
         key_bytes, check_start, check_end = target[:3]
@@ -365,7 +390,7 @@ class Conversation:
         if (
             check_start
             and start > 0
-            and _is_word_char(_char_before(self._recent, start - self._recent_start))
+            and _is_word_char(_char_before(self._join_recent(), start - self._recent_start))
         ):
             return
         for index in range(3, len(target), 2):
@@ -374,9 +399,9 @@ class Conversation:
                 candidate = (self._serial, end, entry_index, target[index + 1], bool(check_end))
                 self._pending.append(candidate)
 
-    def _drop_provisional(self) -> None:
+    def _drop_provisional(self, provisional: str) -> None:
         """The provisional tail changed: forget it and put the automaton back just before it."""
-        stable_end = self._end() - _byte_length(self._provisional)
+        stable_end = self._end() - _byte_length(provisional)
         self._pending = [c for c in self._pending if c[1] < stable_end]
         self._recent = self._recent[: stable_end - self._recent_start]
         prefix = self._recent[-self._detector._window_bytes :]
@@ -385,7 +410,7 @@ class Conversation:
 
     def _settle(self, *, end_of_text: bool) -> list[HotwordEvent]:
         text_end = self._end()
-        stable_end = text_end if end_of_text else text_end - _byte_length(self._provisional)
+        stable_end = text_end if end_of_text else text_end - self._provisional_bytes()
         undecided: list[_Candidate] = []
         for candidate in self._pending:
             serial, end, entry_index, variant_index, check_end = candidate

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -19,7 +19,7 @@ from memento_core.model import (
     utcnow,
 )
 from memento_core.ranking import recency, usage
-from memento_core.storage import item_from_record, to_micros
+from memento_core.storage import PAGE, item_from_record, to_micros
 
 if TYPE_CHECKING:
     from memento_core.memento import Memento
@@ -56,6 +56,11 @@ def _where(*clauses: dict[str, Any]) -> dict[str, Any]:
     return clauses[0] if len(clauses) == 1 else {"$and": list(clauses)}
 
 
+def _check_limit(limit: object) -> None:
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise InvalidInput(f"limit must be a whole number ≥ 1, got {limit!r}")
+
+
 def _items(mem: Memento, where: dict[str, Any]) -> list[MemoryItem]:
     store = mem._store
     records = store.iter_records(store.items, where=where, include=["metadatas", "documents"])
@@ -72,8 +77,9 @@ def forget_candidates(
 ) -> list[ForgetCandidate]:
     """The soft-delete queue: live, unpinned memories the scope may see, unused for
     ``unused_for``, lowest standing first. Nothing is changed; pass them to ``forget``."""
-    if not isinstance(limit, int) or limit < 1:
-        raise InvalidInput(f"limit must be a whole number ≥ 1, got {limit!r}")
+    _check_limit(limit)
+    if not isinstance(unused_for, timedelta) or unused_for < timedelta(0):
+        raise InvalidInput(f"unused_for must be a timedelta ≥ 0, got {unused_for!r}")
     moment = as_utc(now, "now") if now else utcnow()
     cutoff = to_micros(moment - unused_for)
     where = _where(
@@ -116,6 +122,48 @@ def purge(
     return PurgeReport(tuple(ids))
 
 
+def erase(mem: Memento, memory_ids: Sequence[str]) -> tuple[list[str], list[str]]:
+    """Hard-delete memories with their vectors, links and feedback, and every memory derived
+    only from erased ones (transitively: a fact of facts goes once all its sources are gone).
+
+    Returns ``(derived, unlinked)``: the derived memories erased too, and those kept because
+    they have other sources (only their links to the erased go).
+    """
+    store = mem._store
+    erased = set(memory_ids)
+    derived: list[str] = []
+    kept: set[str] = set()
+    frontier = sorted(erased)
+    while frontier:
+        derived_ids: set[str] = set()
+        for start in range(0, len(frontier), PAGE):
+            linked = store.links.get(
+                where={
+                    "$and": [
+                        {"type": LinkType.DERIVED_FROM.value},
+                        {"target_id": {"$in": frontier[start : start + PAGE]}},
+                    ]
+                },
+                include=["metadatas"],
+            )
+            derived_ids.update(meta["source_id"] for meta in linked["metadatas"])
+        frontier = []
+        for derived_id in sorted(derived_ids - erased):
+            links = store.links.get(
+                where={"$and": [{"type": LinkType.DERIVED_FROM.value}, {"source_id": derived_id}]},
+                include=["metadatas"],
+            )
+            if {m["target_id"] for m in links["metadatas"]} <= erased:
+                erased.add(derived_id)
+                derived.append(derived_id)
+                frontier.append(derived_id)
+                kept.discard(derived_id)
+            else:
+                kept.add(derived_id)
+    mem._erase([*memory_ids, *derived])
+    return derived, sorted(kept)
+
+
 def erase_user(
     mem: Memento,
     user_id: str,
@@ -133,29 +181,12 @@ def erase_user(
     owned = [
         i for i, _, _, _ in store.iter_records(store.items, where={"user_id": checked}, include=[])
     ]
-    derived_only: list[str] = []
-    unlinked: list[str] = []
-    if owned:
-        erased = set(owned)
-        derived_links = store.links.get(
-            where={"$and": [{"type": LinkType.DERIVED_FROM.value}, {"target_id": {"$in": owned}}]},
-            include=["metadatas"],
-        )
-        for derived_id in sorted({m["source_id"] for m in derived_links["metadatas"]} - erased):
-            sources = store.links.get(
-                where={"$and": [{"type": LinkType.DERIVED_FROM.value}, {"source_id": derived_id}]},
-                include=["metadatas"],
-            )
-            if {m["target_id"] for m in sources["metadatas"]} <= erased:
-                derived_only.append(derived_id)
-            else:
-                unlinked.append(derived_id)
-    mem._erase(owned + derived_only)
+    derived, unlinked = erase(mem, owned)
     extra = {eraser.__name__: eraser(mem, checked) for eraser in extra_erasers}
     return ErasureReport(
         user_id=checked,
         memories=tuple(owned),
-        derived=tuple(derived_only),
+        derived=tuple(derived),
         unlinked=tuple(unlinked),
         messages=sum(extra.values()),
         extra=extra,
@@ -166,6 +197,7 @@ def review_due(
     mem: Memento, scope: Scope, *, now: datetime | None = None, limit: int = 50
 ) -> list[MemoryItem]:
     """Memories whose review card is due, most overdue first."""
+    _check_limit(limit)
     moment = as_utc(now, "now") if now else utcnow()
     where = _where(
         visibility_clause(scope),

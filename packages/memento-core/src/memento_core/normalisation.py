@@ -23,6 +23,7 @@ import unicodedata
 __all__ = ["MAX_HELD_CHARS", "StreamNormaliser", "normalise_text"]
 
 _WHITESPACE_RUN = re.compile(r"\s+")
+_is_nfc = unicodedata.is_normalized
 
 MAX_HELD_CHARS = 64
 """Longest combining sequence held back as provisional. Longer runs (only in deliberately odd
@@ -96,20 +97,33 @@ def _may_change_with_what_follows(char: str) -> bool:
 _ASCII_MAY_CHANGE = frozenset("<=>ABCDEFGHIJKLMNOPRSTUVWXYZabcdefghijklmnoprstuvwxyz")
 
 
-def _normalise(raw: str, after_space: bool) -> str:
-    """Normalise ``raw``; ``after_space`` says the text before it ended in a (collapsed) space."""
+def _fold(raw: str) -> str:
+    """Steps 1 and 2: NFC, case folding, NFC again."""
     if raw.isascii():
-        text = raw.lower()  # for ASCII, casefold is lower() and NFC is a no-op
-    else:
-        if not unicodedata.is_normalized("NFC", raw):
-            raw = unicodedata.normalize("NFC", raw)
-        text = raw.casefold()
-        if text != raw and not unicodedata.is_normalized("NFC", text):
-            text = unicodedata.normalize("NFC", text)
-    # isprintable() is false for every whitespace character but the ASCII space, so this skips
-    # the regex for most chunks.
+        return raw.lower()  # for ASCII, casefold is lower() and NFC is a no-op
+    if not unicodedata.is_normalized("NFC", raw):
+        raw = unicodedata.normalize("NFC", raw)
+    text = raw.casefold()
+    if text != raw and not unicodedata.is_normalized("NFC", text):
+        text = unicodedata.normalize("NFC", text)
+    return text
+
+
+def _collapse_whitespace(text: str) -> str:
+    """Step 3, for text that may hold whitespace other than single spaces."""
+    text = text.replace("\n", " ")  # the usual case, cheaper than the regex
     if not text.isprintable() or "  " in text:
         text = _WHITESPACE_RUN.sub(" ", text)
+    return text
+
+
+def _normalise(raw: str, after_space: bool) -> str:
+    """Normalise ``raw``; ``after_space`` says the text before it ended in a (collapsed) space."""
+    text = _fold(raw)
+    # isprintable() is false for every whitespace character but the ASCII space, so this skips
+    # collapsing for most chunks.
+    if not text.isprintable() or "  " in text:
+        text = _collapse_whitespace(text)
     if after_space and text[:1] == " ":
         return text[1:]
     return text
@@ -148,46 +162,92 @@ class StreamNormaliser:
     may still change; everything before it is final. ``replace`` is rare: it happens only when a
     chunk begins with a character that merges into the previous chunk's end, such as a combining
     accent or a decomposed Hangul vowel.
+
+    ``extend`` is ``push`` for the common case, for callers that feed many short chunks: it
+    returns only the text to append, and ``None`` (changing nothing) for a chunk that needs
+    ``push``; ``provisional`` then says what the held tail is.
     """
 
-    __slots__ = ("_after_space", "_provisional", "_raw_tail")
+    __slots__ = ("_after_space", "_last_chunk", "_last_text", "_provisional", "_raw_tail")
 
     def __init__(self) -> None:
         self._raw_tail = ""  # input not yet final: from the last safe cut point on
         self._provisional = ""  # how _raw_tail normalises if the text ended now
         self._after_space = False  # whether the final text so far ends in a space
+        # After ``extend``, the three above are stale: the held tail is at most the last
+        # character of ``_last_chunk``, and ``_held()`` works it out when it is asked for, not
+        # for every chunk. ``_last_text`` is what ``extend`` returned.
+        self._last_chunk = ""
+        self._last_text = ""
+
+    @property
+    def provisional(self) -> str:
+        """The end of the text so far that may still change (see the class docstring)."""
+        self._held()
+        return self._provisional
+
+    def extend(self, chunk: str) -> str | None:
+        """Feed one chunk that neither reaches back into the held tail nor ends in a combining
+        sequence (nearly all of them): return the text to append. Return ``None`` without
+        feeding anything for any other chunk; ``push`` it instead."""
+        if chunk.isascii():
+            if not chunk:
+                return ""
+            text = chunk.lower()  # _fold, inlined for the commonest case
+        else:
+            # _is_clean_starter for both ends, its quick tests inlined
+            first, last = chunk[0], chunk[-1]
+            if not (first < "\u0300" or "\uac00" <= first <= "\ud7a3" or _starts_clean_segment(first)):
+                return None
+            if not (last < "\u0300" or "\uac00" <= last <= "\ud7a3" or _starts_clean_segment(last)):
+                return None
+            # _fold, inlined
+            nfc = chunk if _is_nfc("NFC", chunk) else unicodedata.normalize("NFC", chunk)
+            text = nfc.casefold()
+            if text != nfc and not _is_nfc("NFC", text):
+                text = unicodedata.normalize("NFC", text)
+        # isprintable() is false for every whitespace character but the ASCII space.
+        if not text.isprintable() or "  " in text:
+            text = _collapse_whitespace(text)
+        if text[0] == " " and self._ends_in_space():  # text is not empty here
+            text = text[1:]
+        self._last_chunk = chunk
+        self._last_text = text
+        return text
 
     def push(self, chunk: str) -> tuple[bool, str, str]:
         """Feed one chunk; see the class docstring for what the result means."""
+        text = self.extend(chunk)
+        if text is None:
+            return self._push_across(chunk)
+        return False, text, self.provisional
+
+    def _ends_in_space(self) -> bool:
+        """Whether the text so far, provisional tail included, ends in a space."""
+        if self._last_chunk:
+            text = self._last_text  # empty only if it was a space collapsed into the one before
+            return not text or text[-1] == " "
+        return self._after_space and not self._provisional
+
+    def _held(self) -> None:
+        """Bring ``_raw_tail``, ``_provisional`` and ``_after_space`` up to date after ``extend``:
+        the held tail is the last character, if what follows could still change it."""
+        chunk = self._last_chunk
         if not chunk:
-            return False, "", self._provisional
-        # The common case, kept fast: the chunk neither reaches back into the held tail nor ends
-        # in a combining sequence, so the held tail is final as it stands and at most the chunk's
-        # last character is held back.
+            return
+        ends_in_space = self._ends_in_space()
         last = chunk[-1]
-        if last < "\x80":
-            provisional = last.lower() if last in _ASCII_MAY_CHANGE else ""
-        elif "\uac00" <= last <= "\ud7a3":
-            provisional = last if (ord(last) - 0xAC00) % 28 == 0 else ""  # no final consonant
-        elif _starts_clean_segment(last):
-            provisional = _held_form_other(last)
-        else:
-            return self._push_across(chunk)
-        if self._raw_tail and not _is_clean_starter(chunk[0]):
-            return self._push_across(chunk)
-        held_ends_in_space = self._after_space and not self._provisional
-        text = _normalise(chunk, held_ends_in_space)
-        final_length = len(text) - len(provisional)
-        if final_length > 0:
-            self._after_space = text[final_length - 1] == " "
-        else:
-            self._after_space = held_ends_in_space
-        self._raw_tail = last if provisional else ""
-        self._provisional = provisional
-        return False, text, provisional
+        self._provisional = _held_form(last)
+        self._raw_tail = last if self._provisional else ""
+        # With a provisional tail this is False where "the final text ends in a space" might
+        # be true, but then nothing reads it: the held tail never starts with a space, so
+        # nothing normalised after it can lose a leading space.
+        self._after_space = ends_in_space
+        self._last_chunk = ""
 
     def _push_across(self, chunk: str) -> tuple[bool, str, str]:
         """The general case: renormalise the held tail together with the chunk."""
+        self._held()
         raw = self._raw_tail + chunk
         cut = len(raw) - 1
         while cut > 0 and not _starts_clean_segment(raw[cut]):
@@ -214,3 +274,5 @@ class StreamNormaliser:
         self._raw_tail = ""
         self._provisional = ""
         self._after_space = False
+        self._last_chunk = ""
+        self._last_text = ""

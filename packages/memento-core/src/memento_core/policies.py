@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -23,6 +24,11 @@ DEFAULT_RETENTION: Mapping[MemoryType, timedelta | None] = {
 }
 
 
+MAX_RETENTION = timedelta(days=365_250)
+"""A thousand years: longer retentions are refused (keep with ``FOREVER``), so an expiry date
+can always be computed."""
+
+
 def check_duration(value: object, what: str) -> timedelta | None:
     """A retention is a positive ``timedelta``, or None for 'keep'."""
     if value is None or value == FOREVER:
@@ -31,6 +37,8 @@ def check_duration(value: object, what: str) -> timedelta | None:
         raise InvalidInput(f"{what} must be a timedelta (or None to keep), got {value!r}")
     if value <= timedelta(0):
         raise InvalidInput(f"{what} must be positive, got {value}")
+    if value > MAX_RETENTION:
+        raise InvalidInput(f"{what} of {value.days} days is too long; to keep, use FOREVER")
     return value
 
 
@@ -48,6 +56,8 @@ class RetentionPolicy:
     by_tag: Mapping[str, timedelta | None] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        if not isinstance(self.by_type, Mapping):
+            raise InvalidInput("by_type must map memory types to durations")
         by_type = {
             parse_enum(MemoryType, k, "memory type"): check_duration(v, f"retention of {k}")
             for k, v in self.by_type.items()
@@ -83,10 +93,21 @@ class ReviewPolicy:
     pass_grade: int = 3
 
     def __post_init__(self) -> None:
-        if not 0.0 <= self.threshold <= 1.0:
+        if not _number(self.threshold) or not 0.0 <= self.threshold <= 1.0:
             raise InvalidInput(f"review threshold must be from 0 to 1, got {self.threshold!r}")
-        if not self.intervals_days or any(d <= 0 for d in self.intervals_days):
-            raise InvalidInput("review intervals must be positive numbers of days")
+        intervals = self.intervals_days
+        if (
+            isinstance(intervals, (str, bytes))
+            or not isinstance(intervals, Sequence)
+            or not intervals
+            or not all(_number(d) and 0 < d < MAX_RETENTION.days for d in intervals)
+        ):
+            raise InvalidInput(
+                f"review intervals must be positive numbers of days, got {intervals!r}"
+            )
+        grade = self.pass_grade
+        if isinstance(grade, bool) or not isinstance(grade, int) or not 0 <= grade <= 5:
+            raise InvalidInput(f"pass_grade must be a whole number from 0 to 5, got {grade!r}")
 
     def first_due(self, importance: float, now: datetime) -> datetime | None:
         if importance < self.threshold:
@@ -100,3 +121,7 @@ class ReviewPolicy:
 
     def due_after(self, step: int, now: datetime) -> datetime:
         return now + timedelta(days=self.intervals_days[step])
+
+
+def _number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)

@@ -7,6 +7,7 @@ and gives facts content-derived ids), so a step interrupted or repeated does no 
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -15,6 +16,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from memento_core.consolidation import SleepReport
+from memento_core.errors import InvalidInput
 from memento_core.filters import live_clause
 from memento_core.lifecycle import DEFAULT_GRACE, PurgeReport, purge, schedule_reviews
 from memento_core.model import MemoryType, Scope, as_utc, utcnow
@@ -68,6 +70,17 @@ def run_worker(
 ) -> int:
     """Run ``run_maintenance`` every ``interval`` seconds until ``stop`` is set or ``passes``
     passes are done. Returns the number of passes."""
+    if (
+        isinstance(interval, bool)
+        or not isinstance(interval, (int, float))
+        or not math.isfinite(interval)
+        or interval <= 0
+    ):
+        raise InvalidInput(f"interval must be a positive number of seconds, got {interval!r}")
+    if passes is not None and (
+        isinstance(passes, bool) or not isinstance(passes, int) or passes < 0
+    ):
+        raise InvalidInput(f"passes must be a whole number ≥ 0, got {passes!r}")
     stop = stop or threading.Event()
     done = 0
     while not stop.is_set() and (passes is None or done < passes):

@@ -67,7 +67,8 @@ def recall_node(
 
     The memories come from core's ``memory_injection`` (the best ``limit`` for the user, packed
     into ``token_budget`` tokens) as one system message. ``output="messages"`` adds it to the
-    state's messages, replacing the one the node added before, so a thread holds one at most;
+    state's messages, replacing the one the node added before (through ``add_messages``, as in
+    ``MessagesState``), so a thread holds one at most;
     ``output="llm_input_messages"`` is the prebuilt agent's ``pre_model_hook`` form: the model
     sees it first, before the conversation, and the state does not keep it.
     """
