@@ -315,7 +315,7 @@ def machine() -> dict[str, Any]:
         "sentence_transformers": sentence_transformers.__version__,
         "chromadb": chromadb.__version__,
         "platform": platform.platform(),
-        "load_average_1m": round(os.getloadavg()[0], 1),
+        "load_average_1m_at_end": round(os.getloadavg()[0], 1),
     }
 
 
@@ -352,6 +352,15 @@ def render_markdown(report: dict[str, Any]) -> str:
     ]
     speed = report["throughput"]
     latency = report["latency_ms"]
+    host = report["machine"]
+    busiest = max(host["load_average_1m_at_start"], host["load_average_1m_at_end"])
+    if busiest > host["nproc"]:
+        lines += [
+            f"Other work shared the CPUs (1-minute load average up to {busiest} on "
+            f"{host['nproc']} cores): absolute speeds are low; the throughput ratio compares "
+            "two measurements taken side by side under the same load.",
+            "",
+        ]
     lines += [
         "| measure | value |",
         "|---|---|",
@@ -397,6 +406,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     timings = Timings()
     wall = time.perf_counter()
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    load_at_start = round(os.getloadavg()[0], 1)
     work = sum(len(c.turns) + len(c.questions) for c in conversations)
     columns = (
         TextColumn("{task.description}"),
@@ -426,7 +436,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "dropped_evidence_ids": [i for c in conversations for i in c.dropped_evidence],
         "retrievers": {name: s.summary() for name, s in scores.items()},
         **timings.summary(batch_size=BATCH_SIZE),
-        "machine": machine(),
+        "machine": {**machine(), "load_average_1m_at_start": load_at_start},
     }
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "locomo.json").write_text(

@@ -270,13 +270,15 @@ async def test_bad_metadata_is_refused_and_nothing_is_stored(
     assert stored(mem) == [] and stored(mem, "bob") == []
 
 
-def test_a_memory_no_one_could_recall_is_refused(mem: Memento) -> None:
-    with pytest.raises(InvalidScope, match="needs a user_id"):
-        MementoMemory(MementoMemoryConfig(agent_id="assistant"), store=mem)
-    with pytest.raises(InvalidScope, match="user_id or a project_id"):
-        MementoMemory(MementoMemoryConfig(privacy="team"), store=mem)
-    MementoMemory(MementoMemoryConfig(privacy="public"), store=mem)
-    MementoMemory(MementoMemoryConfig(privacy="team", project_id="apollo"), store=mem)
+async def test_a_memory_without_a_user_serves_the_anonymous_user(mem: Memento) -> None:
+    anonymous = MementoMemory(MementoMemoryConfig(agent_id="assistant"), store=mem)
+    alice = MementoMemory(MementoMemoryConfig(**ALICE), store=mem)
+    await anonymous.add(text("The office wifi password is on the fridge"))
+    await alice.add(text("Alice's wifi at home is called Miso"))
+    found = (await anonymous.query("wifi password")).results
+    assert [r.content for r in found] == ["The office wifi password is on the fridge"]
+    with pytest.raises(InvalidScope):
+        await anonymous.add(text("Bob's wifi is called Pixel", user_id="bob"))
 
 
 # ------------------------------------------------------------------ clear and close
@@ -305,12 +307,18 @@ async def test_clear_erases_only_this_memorys_scope(mem: Memento) -> None:
             mem.get(memory_id, include_deleted=True)
 
 
-async def test_clear_refuses_an_empty_scope(mem: Memento) -> None:
-    memory = MementoMemory(MementoMemoryConfig(privacy="public"), store=mem)
-    await memory.add(text("The office closes at six"))
-    with pytest.raises(InvalidScope, match="clear"):
-        await memory.clear()
-    assert len(mem.items(include_deleted=False)) == 1
+async def test_clear_without_a_user_erases_only_the_anonymous_users_memories(
+    mem: Memento,
+) -> None:
+    anonymous = MementoMemory(MementoMemoryConfig(), store=mem)
+    public = MementoMemory(MementoMemoryConfig(user_id="bob", privacy="public"), store=mem)
+    await anonymous.add(text("The office closes at six"))
+    await public.add(text("The office is closed on public holidays"))
+
+    await anonymous.clear()
+
+    remaining = [item.content for item in mem.items(include_deleted=True)]
+    assert remaining == ["The office is closed on public holidays"]
 
 
 async def test_close_leaves_a_store_passed_in_open(memory: MementoMemory, mem: Memento) -> None:

@@ -35,12 +35,14 @@ class MementoMemoryConfig(BaseModel):
         description="A sentence-transformers model name or local path; it must be the model "
         "that built the store.",
     )
-    user_id: str | None = Field(default=None, description="Whose memories these are.")
+    user_id: str | None = Field(
+        default=None, description="Whose memories these are; none: the store's anonymous user."
+    )
     agent_id: str | None = Field(default=None, description="The agent that writes them.")
     project_id: str | None = Field(default=None, description="The project (team) they belong to.")
     session_id: str | None = Field(default=None, description="The conversation they come from.")
     privacy: Literal["private", "team", "public"] = Field(
-        default="private", description="Who may see new memories (private needs a user_id)."
+        default="private", description="Who may see new memories: private, team or public."
     )
     memory_type: Literal["working", "episodic", "semantic", "procedural"] = Field(
         default="semantic", description="The type of new memories unless metadata says otherwise."

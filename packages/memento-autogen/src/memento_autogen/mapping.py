@@ -69,7 +69,6 @@ def draft_from_content(
         raise InvalidInput(f"metadata must be JSON-serialisable: {err}") from err
     draft_scope = scope_with(scope, metadata)
     draft_privacy = parse_enum(Privacy, metadata.get("privacy", privacy), "privacy")
-    check_visible(draft_scope, draft_privacy)
     # Fields the metadata leaves out keep core's defaults.
     given = {name: metadata[name] for name in ("importance", "tags") if name in metadata}
     return MemoryDraft(
@@ -133,32 +132,21 @@ def mime_member(mime_type: str) -> MemoryMimeType | str:
 def scope_with(scope: Scope, metadata: Mapping[str, Any]) -> Scope:
     """This memory's scope, with the fields it leaves open filled from metadata.
 
-    A field the memory sets cannot be changed: a memory for one user must not write another's.
+    The user is never open: a memory without a user_id belongs to the store's anonymous user,
+    and a memory for one user must not write another's. Other fields this memory sets cannot
+    be changed either; the ones it leaves open (say, the session) can be set per memory.
     """
     fields = scope.as_dict()
     for name in SCOPE_FIELDS:
         value = metadata.get(name)
         if value is None or value == fields[name]:
             continue
-        if fields[name] is not None:
+        if fields[name] is not None or name == "user_id":
             raise InvalidScope(
                 f"metadata {name}={value!r} conflicts with this memory's {name}={fields[name]!r}"
             )
         fields[name] = value
     return Scope(**fields)
-
-
-def check_visible(scope: Scope, privacy: Privacy) -> None:
-    """Refuse a memory no one could ever recall (private without a user, team without either)."""
-    if privacy is Privacy.PUBLIC or scope.user_id is not None:
-        return
-    if privacy is Privacy.TEAM and scope.project_id is not None:
-        return
-    needed = "a user_id or a project_id" if privacy is Privacy.TEAM else "a user_id"
-    raise InvalidScope(
-        f"a {privacy.value} memory needs {needed}, or no one could recall it; "
-        "set one, or use privacy='public'"
-    )
 
 
 def query_text(query: str | MemoryContent) -> str:

@@ -17,7 +17,6 @@ from typing_extensions import Self
 from memento_autogen.config import MementoMemoryConfig
 from memento_autogen.mapping import (
     SCOPE_FIELDS,
-    check_visible,
     content_from_recalled,
     draft_from_content,
     latest_user_text,
@@ -26,7 +25,6 @@ from memento_autogen.mapping import (
 )
 from memento_core import (
     InvalidInput,
-    InvalidScope,
     Memento,
     MemoryType,
     Privacy,
@@ -67,14 +65,16 @@ class MementoMemory(Memory, Component[MementoMemoryConfig]):
     component_config_schema = MementoMemoryConfig
     component_provider_override = "memento_autogen.MementoMemory"
 
-    def __init__(self, config: MementoMemoryConfig, *, store: Memento | None = None) -> None:
+    def __init__(
+        self, config: MementoMemoryConfig | None = None, *, store: Memento | None = None
+    ) -> None:
+        config = config or MementoMemoryConfig()
         if store is not None:
             config = _config_matching(config, store)
         self._config = config
         self._scope = Scope(**{name: getattr(config, name) for name in SCOPE_FIELDS})
         self._privacy = Privacy(config.privacy)
         self._memory_type = MemoryType(config.memory_type)
-        check_visible(self._scope, self._privacy)
         self._store = store
         self._owns_store = store is None
         self._opening = threading.Lock()
@@ -155,18 +155,13 @@ class MementoMemory(Memory, Component[MementoMemoryConfig]):
     async def clear(self) -> None:
         """Erase this memory's own memories, and nothing else in the store.
 
-        Its own are those that ``add`` could have written: every field its scope sets (user,
-        agent, project, session) matches; a field it leaves open (say, the session) matches
-        any value. So other users' memories stay, and so do the same user's memories written
-        under another agent when this memory names one. The erase is a hard delete (vectors,
-        links and feedback go too). A memory whose scope sets no field refuses, because every
-        public memory in the store would match.
+        Its own are those that ``add`` could have written: the same user (a memory without a
+        user_id owns the anonymous user's memories) and every other scope field it sets
+        (agent, project, session); a field it leaves open, say the session, matches any value.
+        So other users' memories stay, public ones included, and so do the same user's
+        memories written under another agent when this memory names one. The erase is a hard
+        delete: vectors, links and feedback go too.
         """
-        if not any(self._scope.as_dict().values()):
-            raise InvalidScope(
-                "clear() needs a scope: with no user, agent, project or session it would erase "
-                "every public memory in the store"
-            )
         store = await self._open()
         await asyncio.to_thread(_erase_scope, store, self._scope)
 
@@ -213,7 +208,10 @@ async def _cancellable(work: Awaitable[T], token: CancellationToken | None) -> T
 
 
 def _erase_scope(store: Memento, scope: Scope) -> None:
-    wanted = {name: value for name, value in scope.as_dict().items() if value is not None}
+    wanted: dict[str, str | None] = {
+        name: value for name, value in scope.as_dict().items() if value is not None
+    }
+    wanted["user_id"] = scope.user_id  # None too: the anonymous user's memories only
     for item in store.items(scope=scope):
         if all(getattr(item.scope, name) == value for name, value in wanted.items()):
             store.forget(item.id, hard=True)

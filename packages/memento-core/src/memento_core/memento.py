@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-import time
 import dataclasses
 import os
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -13,6 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from memento_core import consolidation, lifecycle, plugins
+from memento_core.chat import ChatMemory, FromSession, WindowPolicy, erase_user_messages
+from memento_core.chat import history as chat_history
+from memento_core.chat import summarize_thread as archive_thread
 from memento_core.consolidation import SleepReport
 from memento_core.detector import HotwordDetector
 from memento_core.drafts import (
@@ -29,6 +32,7 @@ from memento_core.embedding import CachingEmbedder, Embedder, SentenceTransforme
 from memento_core.errors import InvalidInput, MemoryNotFound
 from memento_core.filters import RecallFilter, live_clause, visibility_clause, where_clause
 from memento_core.hotwords import HotwordSet
+from memento_core.injection import Injection, memory_injection
 from memento_core.keyword import KeywordIndex, Visibility, matched_terms
 from memento_core.lifecycle import (
     DEFAULT_GRACE,
@@ -37,6 +41,7 @@ from memento_core.lifecycle import (
     ForgetCandidate,
     PurgeReport,
 )
+from memento_core.messages import Message
 from memento_core.model import (
     FeedbackEvent,
     FeedbackKind,
@@ -71,6 +76,7 @@ from memento_core.storage import (
     to_micros,
 )
 from memento_core.summarize import Summarizer
+from memento_core.tokens import TokenCounter
 from memento_core.twins import async_twin
 
 DEFAULT_PATH = Path(".memento")
@@ -116,7 +122,8 @@ class Memento:
         self.track_usage = track_usage
         self.retention = retention or RetentionPolicy()
         self.review_policy = review or ReviewPolicy()
-        self._user_erasers: tuple[Callable[[Memento, str], int], ...] = ()
+        # erase_user also deletes the user's chat messages
+        self._user_erasers: tuple[Callable[[Memento, str], int], ...] = (erase_user_messages,)
         self.hotword_refresh = 5.0
         self._hotword_generation = 0
         self._detectors: dict[tuple[Scope | None, bool], tuple[HotwordDetector, int, float]] = {}
@@ -632,6 +639,65 @@ class Memento:
             feedback_events=self._store.events.count(),
         )
 
+    # --------------------------------------------------------- working memory
+
+    def chat(
+        self,
+        session_id: str,
+        *,
+        scope: Scope | None = None,
+        policy: WindowPolicy | None = None,
+        initial: FromSession | Iterable[Message | Mapping[str, Any]] | None = None,
+        counter: TokenCounter | None = None,
+        summarizer: Summarizer | None = None,
+    ) -> ChatMemory:
+        """The working memory of one chat session: a message or token window over its durable
+        history (see ``memento_core.chat``). Building it reads nothing — the store is read on
+        first use — so it has no async twin; the ``ChatMemory`` has ``aappend``, ``awindow``, …
+        """
+        return ChatMemory(
+            self,
+            session_id,
+            scope=scope,
+            policy=policy,
+            initial=initial,
+            counter=counter,
+            summarizer=summarizer,
+        )
+
+    def history(self, session_id: str) -> list[Message]:
+        """Every message of a chat session, evicted ones included, oldest first."""
+        return chat_history(self, session_id)
+
+    def summarize_thread(
+        self, session_id: str, *, summarizer: Summarizer | None = None, scope: Scope | None = None
+    ) -> str:
+        """Archive a chat session as one episodic memory; returns its id. ``origin_trace``
+        names the messages summarised; an unchanged session archives to the same memory."""
+        return archive_thread(self, session_id, summarizer=summarizer, scope=scope)
+
+    def memory_injection(
+        self,
+        query: str,
+        *,
+        token_budget: int = 1200,
+        scope: Scope | None = None,
+        counter: TokenCounter | None = None,
+        limit: int = 10,
+        filter: RecallFilter | Mapping[str, Any] | None = None,
+    ) -> Injection:
+        """The best memories for ``query`` packed into ``token_budget`` tokens, as the text of a
+        system message and as items (see ``memento_core.injection``)."""
+        return memory_injection(
+            self,
+            query,
+            token_budget=token_budget,
+            scope=scope,
+            counter=counter,
+            limit=limit,
+            filter=filter,
+        )
+
     # --------------------------------------------------------------- hotwords
 
     def hotword_set(self, scope: Scope | None = None) -> HotwordSet:
@@ -812,6 +878,9 @@ class Memento:
     areview_due = async_twin(review_due)
     areview = async_twin(review)
     asleep = async_twin(sleep)
+    ahistory = async_twin(history)
+    asummarize_thread = async_twin(summarize_thread)
+    amemory_injection = async_twin(memory_injection)
     ahotword_set = async_twin(hotword_set)
     ahotword_detector = async_twin(hotword_detector)
 

@@ -197,7 +197,9 @@ class StreamNormaliser:
         else:
             # _is_clean_starter for both ends, its quick tests inlined
             first, last = chunk[0], chunk[-1]
-            if not (first < "\u0300" or "\uac00" <= first <= "\ud7a3" or _starts_clean_segment(first)):
+            if not (
+                first < "\u0300" or "\uac00" <= first <= "\ud7a3" or _starts_clean_segment(first)
+            ):
                 return None
             if not (last < "\u0300" or "\uac00" <= last <= "\ud7a3" or _starts_clean_segment(last)):
                 return None
