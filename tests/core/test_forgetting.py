@@ -14,10 +14,9 @@ from memento_core import (
     LinkType,
     Memento,
     MemoryNotFound,
+    Message,
     Scope,
 )
-from memento_core.chat import ChatMemory, history
-from memento_core.messages import Message
 from memento_core.plugins import adapters
 from memento_core.testing import ConformanceDriver, CoreDriver
 
@@ -218,7 +217,7 @@ def test_erase_user_removes_every_trace_through_every_read_path(mem: Memento) ->
     episodes = [mem.remember(text, scope=ANN) for text in PET]
     deleted = mem.remember("Ann's previous address was 4 Elm Row", scope=ANN)
     mem.forget(deleted)
-    chat = ChatMemory(mem, "ann-chat", scope=Scope(user_id="ann"))
+    chat = mem.chat("ann-chat", scope=Scope(user_id="ann"))
     chat.append(Message.user("My passport number is X1234567, please remember it."))
     chat.append(Message.assistant("Noted: your passport number is X1234567."))
     archive = chat.archive()
@@ -256,6 +255,7 @@ def test_erase_user_removes_every_trace_through_every_read_path(mem: Memento) ->
     report = mem.erase_user("ann")
 
     assert set(report.memories) == owned
+    assert report.messages == 2 and mem.history("ann-chat") == []
     assert set(report.derived) == {ann_only, chained}
     assert report.unlinked == (mixed,)
     erased = owned | {ann_only, chained}
@@ -298,22 +298,17 @@ def test_erase_user_removes_every_trace_through_every_read_path(mem: Memento) ->
     assert [e.kind.value for e in mem.feedback_events(ben_note)] == ["used"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="core bug: Memento._user_erasers is never populated, so erase_user leaves the user's "
-    "chat messages (chat.erase_user_messages exists but is not wired in)",
-)
 def test_erase_user_removes_the_users_chat_history(mem: Memento) -> None:
-    ann_chat = ChatMemory(mem, "ann-session", scope=Scope(user_id="ann"))
-    ben_chat = ChatMemory(mem, "ben-session", scope=Scope(user_id="ben"))
+    ann_chat = mem.chat("ann-session", scope=Scope(user_id="ann"))
+    ben_chat = mem.chat("ben-session", scope=Scope(user_id="ben"))
     ann_chat.extend([Message.user("My PIN is 9931"), Message.assistant("I will not repeat it.")])
     ben_chat.append(Message.user("Remind me to water the plants"))
 
     report = mem.erase_user("ann")
     assert report.messages == 2
-    assert history(mem, "ann-session") == []
+    assert mem.history("ann-session") == []
     assert ann_chat.window() == []
-    assert [m.content for m in history(mem, "ben-session")] == ["Remind me to water the plants"]
+    assert [m.content for m in mem.history("ben-session")] == ["Remind me to water the plants"]
 
 
 def test_erasing_an_unknown_user_is_a_no_op_with_a_report(mem: Memento) -> None:

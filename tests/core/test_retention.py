@@ -12,8 +12,15 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from memento_core import InvalidInput, Memento, MemoryNotFound, MemoryType, Scope
-from memento_core.policies import FOREVER, RetentionPolicy
+from memento_core import (
+    FOREVER,
+    InvalidInput,
+    Memento,
+    MemoryNotFound,
+    MemoryType,
+    RetentionPolicy,
+    Scope,
+)
 
 if TYPE_CHECKING:
     from conftest import StoreFactory

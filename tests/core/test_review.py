@@ -7,8 +7,14 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from memento_core import InvalidInput, InvalidScope, Memento, MemoryNotFound, Scope
-from memento_core.policies import ReviewPolicy
+from memento_core import (
+    InvalidInput,
+    InvalidScope,
+    Memento,
+    MemoryNotFound,
+    ReviewPolicy,
+    Scope,
+)
 from memento_core.worker import run_maintenance
 
 if TYPE_CHECKING:

@@ -26,11 +26,11 @@ from memento_core import (
     Memento,
     MemoryNotFound,
     MemoryType,
+    Message,
     Scope,
+    SleepReport,
+    Summarizer,
 )
-from memento_core.consolidation import SleepReport
-from memento_core.messages import Message
-from memento_core.summarize import Summarizer
 
 if TYPE_CHECKING:
     from conftest import StoreFactory

@@ -22,9 +22,9 @@ from memento_core import (
     Memento,
     MemoryNotFound,
     MemoryType,
+    ReviewPolicy,
     Scope,
 )
-from memento_core.policies import ReviewPolicy
 from memento_core.worker import MaintenanceReport, run_maintenance, run_worker
 
 if TYPE_CHECKING:

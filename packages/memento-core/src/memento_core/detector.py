@@ -266,7 +266,7 @@ class Conversation:
         self._released_serials: list[int] = []
         self._normaliser = StreamNormaliser()
         self._search: Any = None
-        self._pieces: list[str] = []  # text fed since _recent was last brought up to date
+        self._pieces: list[str] = []  # text fed since, cheaper than a concatenation per chunk
         self._start_text()
 
     def _start_text(self) -> None:
@@ -275,9 +275,8 @@ class Conversation:
             self._search = self._detector._new_search()
         # Positions are byte offsets into the normalised text since the text began.
         self._origin = 0  # where the search iterator started
-        # At least the last window_bytes fed, for boundary checks and replays. ``feed`` only
-        # appends to ``_pieces`` (cheaper than a concatenation per chunk); ``_join_recent`` adds
-        # them to ``_recent``, which then ends where the text fed ends.
+        # At least the last window_bytes fed, for boundary checks and replays; ``feed`` appends
+        # to ``_pieces`` instead, and ``_join_recent`` brings it up to date with them.
         self._recent = ""
         self._recent_start = 0  # where _recent starts
         self._pieces.clear()
@@ -305,12 +304,16 @@ class Conversation:
         search = self._search
         if search is None:  # an empty hotword set
             return []
-        # The path nearly every chunk takes: normalised text that only extends what came before,
-        # searched, and no allocation beyond the text itself unless something matched.
-        delta = self._normaliser.extend(text_chunk)
-        if delta is None:  # the chunk reaches back into the provisional end of the text
-            delta = self._push(text_chunk)
-            search = self._search
+        # Nearly every chunk takes the normaliser's fast path, and then no allocation but the
+        # text's own happens here unless something matches (see benchmarks/hotwords.py).
+        normaliser = self._normaliser
+        delta = normaliser.extend(text_chunk)
+        if delta is None:  # the general path: the chunk may change the provisional end
+            provisional = normaliser.provisional
+            replace, delta, _ = normaliser.push(text_chunk)
+            if replace:
+                self._drop_provisional(provisional)
+                search = self._search
         encoded = (
             delta if delta.isascii() else delta.encode("utf-8", "surrogatepass").decode("latin-1")
         )
@@ -321,22 +324,10 @@ class Conversation:
         for end_index, target in search:
             self._add_candidates(self._origin + end_index, target)
         if self._pending or len(pieces) >= _MAX_PIECES:
-            return self._settle_and_trim()
+            released = self._settle(end_of_text=False) if self._pending else []
+            self._trim_recent()
+            return released
         return []
-
-    def _push(self, text_chunk: str) -> str:
-        """The general path of ``feed``: the normaliser may replace the provisional end."""
-        normaliser = self._normaliser
-        old_provisional = normaliser.provisional
-        replace, delta, _ = normaliser.push(text_chunk)
-        if replace:
-            self._drop_provisional(old_provisional)
-        return delta
-
-    def _settle_and_trim(self) -> list[HotwordEvent]:
-        released = self._settle(end_of_text=False) if self._pending else []
-        self._trim_recent()
-        return released
 
     def flush(self) -> list[HotwordEvent]:
         """End the current text: settle what is pending. The next ``feed`` starts a new text."""
@@ -373,13 +364,9 @@ class Conversation:
         """Where the text fed so far ends."""
         return self._recent_start + len(self._join_recent())
 
-    def _provisional_bytes(self) -> int:
-        """Bytes at the end of the text fed that may still change."""
-        return _byte_length(self._normaliser.provisional)
-
     def _trim_recent(self) -> None:
         recent = self._join_recent()
-        keep = self._detector._window_bytes + self._provisional_bytes()
+        keep = self._detector._window_bytes + _byte_length(self._normaliser.provisional)
         if len(recent) > keep:
             self._recent_start += len(recent) - keep
             self._recent = recent[-keep:]
@@ -410,7 +397,8 @@ class Conversation:
 
     def _settle(self, *, end_of_text: bool) -> list[HotwordEvent]:
         text_end = self._end()
-        stable_end = text_end if end_of_text else text_end - self._provisional_bytes()
+        held = "" if end_of_text else self._normaliser.provisional
+        stable_end = text_end - _byte_length(held)
         undecided: list[_Candidate] = []
         for candidate in self._pending:
             serial, end, entry_index, variant_index, check_end = candidate

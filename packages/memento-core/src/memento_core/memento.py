@@ -799,64 +799,6 @@ class Memento:
 
         return import_ndjson(self, lines, on_progress=on_progress)
 
-    def _restore_records(
-        self,
-        items: Sequence[MemoryItem],
-        links: Sequence[Link],
-        events: Sequence[FeedbackEvent],
-        *,
-        on_progress: Callable[[int], None] | None = None,
-    ) -> None:
-        """Write exported records back as they were (ids, counters and timestamps kept)."""
-        with self._store.lock:
-            known = (
-                set(self._store.items.get(ids=[i.id for i in items], include=[])["ids"])
-                if items
-                else set()
-            )
-            fresh = [i for i in items if i.id not in known]
-            for start in range(0, len(fresh), 256):
-                batch = fresh[start : start + 256]
-                hashes = [text_hash(i.content) for i in batch]
-                self._prime_embeddings(hashes)
-                self._store.items.add(
-                    ids=[i.id for i in batch],
-                    embeddings=self.embedder.embed_documents([i.content for i in batch]),
-                    documents=[i.content for i in batch],
-                    metadatas=[item_metadata(i, h) for i, h in zip(batch, hashes)],
-                )
-                self._keywords.add_many((i.id, i.content, keyword_visibility(i)) for i in batch)
-                self._keyword_count += len(batch)
-                if on_progress:
-                    on_progress(len(batch))
-            for link in links:
-                self._store.links.upsert(
-                    ids=[link_id(link)],
-                    embeddings=[PLACEHOLDER_VECTOR],
-                    documents=[link.note or ""],
-                    metadatas=[link_metadata(link)],
-                )
-            present: set[FeedbackEvent] = set()
-            if events:
-                # Events already stored (say, this store's own export coming back) aren't doubled.
-                stored = self._store.events.get(
-                    where={"memory_id": {"$in": sorted({e.memory_id for e in events})}},
-                    include=["metadatas", "documents"],
-                )
-                present = {
-                    event_from_record(m, d or "")
-                    for m, d in zip(stored["metadatas"], stored["documents"])
-                }
-            for n, event in enumerate(events):
-                if event in present:
-                    continue
-                self._store.events.upsert(
-                    ids=[f"{event.memory_id}:{to_micros(event.at)}:import{n}"],
-                    embeddings=[PLACEHOLDER_VECTOR],
-                    documents=[event.note or ""],
-                    metadatas=[event_metadata(event)],
-                )
-
     aremember = async_twin(remember)
     aremember_many = async_twin(remember_many)
     aget = async_twin(get)

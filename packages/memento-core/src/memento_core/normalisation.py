@@ -23,7 +23,7 @@ import unicodedata
 __all__ = ["MAX_HELD_CHARS", "StreamNormaliser", "normalise_text"]
 
 _WHITESPACE_RUN = re.compile(r"\s+")
-_is_nfc = unicodedata.is_normalized
+_is_nfc = unicodedata.is_normalized  # a module global is found faster than a module attribute
 
 MAX_HELD_CHARS = 64
 """Longest combining sequence held back as provisional. Longer runs (only in deliberately odd
@@ -110,8 +110,8 @@ def _fold(raw: str) -> str:
 
 
 def _collapse_whitespace(text: str) -> str:
-    """Step 3, for text that may hold whitespace other than single spaces."""
-    text = text.replace("\n", " ")  # the usual case, cheaper than the regex
+    """Step 3: every run of whitespace becomes one space."""
+    text = text.replace("\n", " ")  # newlines are the usual case, and cheaper than the regex
     if not text.isprintable() or "  " in text:
         text = _WHITESPACE_RUN.sub(" ", text)
     return text
@@ -132,10 +132,6 @@ def _normalise(raw: str, after_space: bool) -> str:
 def normalise_text(text: str) -> str:
     """NFC, case folding, and whitespace runs collapsed to one space: the form hotwords match in."""
     return _normalise(text, False)
-
-
-def _is_clean_starter(char: str) -> bool:
-    return char < "\u0300" or "\uac00" <= char <= "\ud7a3" or _starts_clean_segment(char)
 
 
 def _held_form(char: str) -> str:
@@ -163,9 +159,10 @@ class StreamNormaliser:
     chunk begins with a character that merges into the previous chunk's end, such as a combining
     accent or a decomposed Hangul vowel.
 
-    ``extend`` is ``push`` for the common case, for callers that feed many short chunks: it
-    returns only the text to append, and ``None`` (changing nothing) for a chunk that needs
-    ``push``; ``provisional`` then says what the held tail is.
+    ``extend`` is the fast way in for callers that feed many short chunks: it handles the common
+    case only, returning just the text to append (``replace`` is false, and ``provisional`` says
+    what is provisional when it is needed), and ``None``, feeding nothing, for a chunk that needs
+    ``push``.
     """
 
     __slots__ = ("_after_space", "_last_chunk", "_last_text", "_provisional", "_raw_tail")
@@ -174,28 +171,33 @@ class StreamNormaliser:
         self._raw_tail = ""  # input not yet final: from the last safe cut point on
         self._provisional = ""  # how _raw_tail normalises if the text ended now
         self._after_space = False  # whether the final text so far ends in a space
-        # After ``extend``, the three above are stale: the held tail is at most the last
-        # character of ``_last_chunk``, and ``_held()`` works it out when it is asked for, not
-        # for every chunk. ``_last_text`` is what ``extend`` returned.
+        # The last chunk ``extend`` took and the text it returned, while the three above are not
+        # yet brought up to date for it (``_update_held_tail``): then the held tail is at most
+        # that chunk's last character, and working it out is left until someone asks.
         self._last_chunk = ""
         self._last_text = ""
 
     @property
     def provisional(self) -> str:
         """The end of the text so far that may still change (see the class docstring)."""
-        self._held()
+        self._update_held_tail()
         return self._provisional
 
     def extend(self, chunk: str) -> str | None:
-        """Feed one chunk that neither reaches back into the held tail nor ends in a combining
-        sequence (nearly all of them): return the text to append. Return ``None`` without
-        feeding anything for any other chunk; ``push`` it instead."""
+        """Feed a chunk that starts and ends with a character normalisation never joins to what
+        precedes it (nearly every chunk): return the text to append. For any other chunk, feed
+        nothing and return ``None``; ``push`` it instead.
+
+        Such a chunk leaves the held tail final as it stands, and holds back at most its own last
+        character (``_held_form``), so this does only ``_normalise``'s work.
+        """
         if chunk.isascii():
             if not chunk:
                 return ""
-            text = chunk.lower()  # _fold, inlined for the commonest case
+            text = chunk.lower()  # _fold for ASCII
         else:
-            # _is_clean_starter for both ends, its quick tests inlined
+            # Both ends must start a clean segment. Everything below the combining diacritics and
+            # every Hangul syllable does; testing that inline saves two calls for most chunks.
             first, last = chunk[0], chunk[-1]
             if not (
                 first < "\u0300" or "\uac00" <= first <= "\ud7a3" or _starts_clean_segment(first)
@@ -203,7 +205,7 @@ class StreamNormaliser:
                 return None
             if not (last < "\u0300" or "\uac00" <= last <= "\ud7a3" or _starts_clean_segment(last)):
                 return None
-            # _fold, inlined
+            # _fold, inlined for the same reason
             nfc = chunk if _is_nfc("NFC", chunk) else unicodedata.normalize("NFC", chunk)
             text = nfc.casefold()
             if text != nfc and not _is_nfc("NFC", text):
@@ -231,9 +233,9 @@ class StreamNormaliser:
             return not text or text[-1] == " "
         return self._after_space and not self._provisional
 
-    def _held(self) -> None:
+    def _update_held_tail(self) -> None:
         """Bring ``_raw_tail``, ``_provisional`` and ``_after_space`` up to date after ``extend``:
-        the held tail is the last character, if what follows could still change it."""
+        the held tail is the chunk's last character if what follows could still change it."""
         chunk = self._last_chunk
         if not chunk:
             return
@@ -249,7 +251,7 @@ class StreamNormaliser:
 
     def _push_across(self, chunk: str) -> tuple[bool, str, str]:
         """The general case: renormalise the held tail together with the chunk."""
-        self._held()
+        self._update_held_tail()
         raw = self._raw_tail + chunk
         cut = len(raw) - 1
         while cut > 0 and not _starts_clean_segment(raw[cut]):

@@ -11,10 +11,12 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from memento_core.drafts import keyword_visibility
+from memento_core.embedding import text_hash
 from memento_core.errors import InvalidImport, InvalidInput, MementoError
 from memento_core.model import (
     FeedbackEvent,
@@ -31,6 +33,15 @@ from memento_core.model import (
     check_tags,
     check_text,
     parse_enum,
+)
+from memento_core.storage import (
+    PLACEHOLDER_VECTOR,
+    event_from_record,
+    event_metadata,
+    item_metadata,
+    link_id,
+    link_metadata,
+    to_micros,
 )
 
 if TYPE_CHECKING:
@@ -321,5 +332,64 @@ def import_ndjson(
                 f"a link or feedback names unknown memory {memory_id!r}",
                 line=first_line[memory_id],
             ) from err
-    memento._restore_records(items, links, events, on_progress=on_progress)
+    restore_records(memento, items, links, events, on_progress=on_progress)
     return {"memories": len(items), "links": len(links), "feedback": len(events)}
+
+
+def restore_records(
+    mem: Memento,
+    items: Sequence[MemoryItem],
+    links: Sequence[Link],
+    events: Sequence[FeedbackEvent],
+    *,
+    on_progress: Callable[[int], None] | None = None,
+) -> None:
+    """Write exported records back as they were (ids, counters and timestamps kept)."""
+    with mem._store.lock:
+        known = (
+            set(mem._store.items.get(ids=[i.id for i in items], include=[])["ids"])
+            if items
+            else set()
+        )
+        fresh = [i for i in items if i.id not in known]
+        for start in range(0, len(fresh), 256):
+            batch = fresh[start : start + 256]
+            hashes = [text_hash(i.content) for i in batch]
+            mem._prime_embeddings(hashes)
+            mem._store.items.add(
+                ids=[i.id for i in batch],
+                embeddings=mem.embedder.embed_documents([i.content for i in batch]),
+                documents=[i.content for i in batch],
+                metadatas=[item_metadata(i, h) for i, h in zip(batch, hashes)],
+            )
+            mem._keywords.add_many((i.id, i.content, keyword_visibility(i)) for i in batch)
+            mem._keyword_count += len(batch)
+            if on_progress:
+                on_progress(len(batch))
+        for link in links:
+            mem._store.links.upsert(
+                ids=[link_id(link)],
+                embeddings=[PLACEHOLDER_VECTOR],
+                documents=[link.note or ""],
+                metadatas=[link_metadata(link)],
+            )
+        present: set[FeedbackEvent] = set()
+        if events:
+            # Events already stored (say, this store's own export coming back) aren't doubled.
+            stored = mem._store.events.get(
+                where={"memory_id": {"$in": sorted({e.memory_id for e in events})}},
+                include=["metadatas", "documents"],
+            )
+            present = {
+                event_from_record(m, d or "")
+                for m, d in zip(stored["metadatas"], stored["documents"])
+            }
+        for n, event in enumerate(events):
+            if event in present:
+                continue
+            mem._store.events.upsert(
+                ids=[f"{event.memory_id}:{to_micros(event.at)}:import{n}"],
+                embeddings=[PLACEHOLDER_VECTOR],
+                documents=[event.note or ""],
+                metadatas=[event_metadata(event)],
+            )
