@@ -171,18 +171,20 @@ def benchmark_stream(
     encoded_chunks = [normalise_text(c).encode("utf-8").decode("latin-1") for c in chunks]
 
     def normalise_and_search() -> None:  # the floor for any design that normalises per chunk
-        push = StreamNormaliser().push
+        normaliser = StreamNormaliser()
         search = automaton.iter("")
         for chunk in chunks:
-            _, delta, _ = push(chunk)
-            search.set(delta.encode("utf-8").decode("latin-1"))
+            delta = normaliser.extend(chunk)  # the fast path, as Conversation.feed takes it
+            if delta is None:
+                _, delta, _ = normaliser.push(chunk)  # (never replaces in this text)
+            search.set(delta.encode("utf-8").decode("latin-1"), False)
             for _ in search:
                 pass
 
     def bare_search() -> None:  # resumable search per chunk, nothing else: a floor for streaming
         search = automaton.iter("")
         for chunk in encoded_chunks:
-            search.set(chunk)
+            search.set(chunk, False)
             for _ in search:
                 pass
 
