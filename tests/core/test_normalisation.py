@@ -83,3 +83,66 @@ def test_a_chunk_that_merges_into_the_previous_one_replaces_its_end() -> None:
 
     assert normaliser.push("cafe") == (False, "cafe", "e")
     assert normaliser.push("\u0301 ok") == (True, "é ok", "k")
+
+
+# --- the fast path (``extend``) and the general one (``push``) mixed --------------------------
+
+# ASCII words and spaces take the fast path; decomposed Hangul, marks and the Latin letters they
+# attach to make chunks that begin or end inside a combining sequence, which take the general one.
+MIXED = [
+    *["Jo", "MALONE", "a", "E", "q", "34", " ", "  ", "\n", "\t "],
+    *["도", "손", "가", "\u1103", "\u1169", "\u1109", "\u11ab", "\u1161", "\u11a8"],
+    *["\u0301", "\u0323", "e\u0301", "ẛ", "ß", "\u3000"],
+]
+
+
+def stream_fast(chunks: list[str]) -> tuple[str, list[bool]]:
+    """What a consumer that tries ``extend`` first (as the detector does) ends up holding, checking
+    after each chunk that everything before the provisional tail is final; and which chunks took
+    the fast path."""
+    whole = reference("".join(chunks))
+    normaliser = StreamNormaliser()
+    held, provisional, fast = "", "", []
+    for chunk in chunks:
+        text = normaliser.extend(chunk)
+        fast.append(text is not None)
+        if text is None:
+            replace, text, _ = normaliser.push(chunk)
+            if replace:
+                held = held[: len(held) - len(provisional)]
+        held += text
+        provisional = normaliser.provisional
+        assert held.endswith(provisional)
+        assert whole.startswith(held[: len(held) - len(provisional)])
+    return held, fast
+
+
+@settings(max_examples=1000)
+@given(split_text(MIXED))
+def test_extend_then_push_equals_whole(case: tuple[str, list[str]]) -> None:
+    text, chunks = case
+
+    held, _ = stream_fast(chunks)
+
+    assert held == reference(text)
+    assert stream(chunks) == reference(text)
+
+
+def test_extend_takes_only_chunks_that_do_not_reach_back() -> None:
+    normaliser = StreamNormaliser()
+
+    assert normaliser.extend("Cafe") == "cafe"
+    assert normaliser.provisional == "e"
+    assert normaliser.extend("\u0301 ok") is None  # would merge into the "e" before it
+    assert normaliser.push("\u0301 ok") == (True, "é ok", "k")
+    assert normaliser.extend("\n 도") == " 도"
+    assert normaliser.provisional == "도"
+    assert normaliser.extend("\u11ab") is None  # a final consonant completing 도 into 돈
+    assert normaliser.extend("x\u0301") is None  # ends inside a combining sequence
+    assert normaliser.extend("") == ""
+
+
+def test_both_paths_are_exercised_by_the_mixed_alphabet() -> None:
+    _, fast = stream_fast(["Jo ", "도", "\u11ab", " e", "\u0301", "x", " 34"])
+
+    assert fast == [True, True, False, True, False, True, True]

@@ -407,15 +407,23 @@ class Memento:
             ).items():
                 candidates[memory_id].keyword = score
 
-        matched = {i: tuple(matched_terms(query, c.item.content)) for i, c in candidates.items()}
         results = rank(
             list(candidates.values()),
             limit=limit,
             now=moment,
             weights=chosen,
-            matched=matched,
             min_relevance=min_relevance,
         )
+        # Matched words only for what is returned: tokenising every candidate costs more.
+        results = [
+            dataclasses.replace(
+                r,
+                reason=dataclasses.replace(
+                    r.reason, matched_terms=tuple(matched_terms(query, r.item.content))
+                ),
+            )
+            for r in results
+        ]
         if self.track_usage and results:
             self._count_use([r.item for r in results], moment)
         plugins.notify_recall(self, query, viewer, results)

@@ -143,7 +143,6 @@ def rank(
     limit: int,
     now: datetime,
     weights: RankingWeights,
-    matched: Mapping[str, tuple[str, ...]],
     min_relevance: float = 0.0,
 ) -> list[Recalled]:
     """Score every candidate, then pick the top ``limit`` greedily with the duplication penalty.
@@ -170,7 +169,7 @@ def rank(
             importance=c.item.importance,
             usage=usage(c.item, weights),
             duplication=0.0,
-            matched_terms=matched.get(c.item.id, ()),
+            matched_terms=(),  # filled in for the returned results only
             weights=weights,
             notes=(
                 (f"superseded by newer memory {c.item.superseded_by}",)
