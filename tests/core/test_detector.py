@@ -387,6 +387,51 @@ def test_events_come_just_before_the_chunk_that_completed_the_hotword(
             assert item.hotword_uid in fired_through
 
 
+# Long texts in many short chunks: ASCII and composed Hangul (the normaliser's fast path) mixed
+# with decomposed Hangul and accents that reach back across a chunk boundary (its general path),
+# so the record of recent text is brought up to date and trimmed many times over.
+LONG_SET = HotwordSet.from_json(
+    [
+        {"uid": "jm", "v": ["Jo Malone", "malone"]},
+        {"uid": "ds", "v": ["도손", "Do Son"]},
+        {"uid": "don", "v": ["돈"]},
+        {"uid": "s34", "v": ["34"]},
+        {"uid": "cafe", "v": ["café x"]},
+    ]
+)
+LONG_PIECES = [
+    *["Jo", "jo ", "MALONE", "malone", "do", "son", "caf", "34", "x", "_", " ", "  ", "\n"],
+    *["도", "손", "\u1103", "\u1169", "\u1109", "\u11ab", "e", "\u0301", "é"],
+]
+
+
+@st.composite
+def many_chunks(draw: st.DrawFn) -> tuple[str, list[str]]:
+    text = "".join(draw(st.lists(st.sampled_from(LONG_PIECES), min_size=30, max_size=120)))
+    cuts = sorted(draw(st.lists(st.integers(0, len(text)), min_size=40, max_size=150)))
+    return text, [text[start:end] for start, end in zip([0, *cuts], [*cuts, len(text)])]
+
+
+@settings(max_examples=200, deadline=None)
+@given(many_chunks(), st.booleans())
+def test_long_texts_in_many_chunks_fire_as_whole_ones(
+    case: tuple[str, list[str]], word_boundary: bool
+) -> None:
+    text, chunks = case
+    want = expected(LONG_SET, text, word_boundary)
+    detector = HotwordDetector(LONG_SET, word_boundary=word_boundary)
+
+    whole = detections(detector.conversation("whole").feed_message(text))
+    streamed = detections(detect_stream(detector.conversation("s"), chunks))
+    conversation = detector.conversation("twice")  # a second text reuses the trimmed state
+    conversation.feed_message("34 and more " * 20)
+    second = detections(detect_stream(conversation, chunks))
+
+    assert whole == want
+    assert [uid for uid, _ in streamed] == [uid for uid, _ in want]
+    assert [uid for uid, _ in second] == [uid for uid, _ in want if uid != "s34"]
+
+
 # --- the stream wrappers ---------------------------------------------------------------------
 
 
