@@ -186,11 +186,6 @@ def test_hard_forget_leaves_nothing_behind(mem: Memento) -> None:
     assert again.hotwords == () and again.tags == ()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="core bug: Memento.forget(hard=True) erases only the memory, not the facts derived "
-    "only from it (lifecycle.erase does; forget should call it)",
-)
 def test_hard_forget_erases_facts_derived_only_from_it(mem: Memento) -> None:
     first = mem.remember("Ann moved to Berlin in May", scope=ANN)
     second = mem.remember("Ann works at the Berlin office", scope=ANN)

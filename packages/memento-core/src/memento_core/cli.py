@@ -11,7 +11,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from memento_core.errors import MementoError
+from memento_core.errors import InvalidInput, MementoError
 from memento_core.memento import Memento
 from memento_core.model import FeedbackKind, LinkType, MemoryItem, MemoryType, Privacy, Scope
 
@@ -255,6 +255,8 @@ def cmd_purge(args: argparse.Namespace) -> None:
     from datetime import timedelta
 
     with _open(args) as mem:
+        if not 0.0 <= args.grace_days <= 36_500:  # also refuses nan and inf
+            raise InvalidInput(f"grace must be from 0 to 36500 days, got {args.grace_days}")
         report = mem.purge(grace=timedelta(days=args.grace_days))
     print(f"erased {len(report.erased)} memories")
 

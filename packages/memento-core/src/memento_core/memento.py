@@ -478,8 +478,9 @@ class Memento:
     def forget(self, memory_id: str, *, hard: bool = False) -> None:
         """Hide a memory (soft: ``restore`` brings it back) or erase it (hard).
 
-        A hard forget removes the memory, its vector, every link that touches it and its
-        feedback events. Chroma may keep freed bytes in its files until compaction.
+        A hard forget removes the memory, its vector, every link that touches it, its
+        feedback events, and facts derived only from it. Chroma may keep freed bytes in its
+        files until compaction (see the README).
         """
         self.get(memory_id, include_deleted=True)
         self._hotwords_changed()
@@ -488,7 +489,7 @@ class Memento:
                 ids=[memory_id], metadatas=[{"deleted_at": to_micros(utcnow())}]
             )
             return
-        self._erase([memory_id])
+        lifecycle.erase(self, [memory_id])
 
     def _erase(self, memory_ids: Sequence[str]) -> None:
         """Hard-delete memories with every link that touches them and their feedback events."""
