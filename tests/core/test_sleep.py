@@ -435,11 +435,6 @@ def test_facts_giving_a_key_another_value_contradict(mem: Memento) -> None:
     assert list(mem.export()) == before
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="ranking: the superseded penalty is a flat 0.2, so an older fact that matches the "
-    "query's words better still outranks the newer fact that contradicts it",
-)
 def test_the_newer_fact_ranks_higher_even_when_the_older_matches_the_words_better(
     mem: Memento,
 ) -> None:

@@ -191,6 +191,7 @@ def rank(
     candidates = kept
     if not candidates:
         return []
+    _below_superseders(candidates, base)
 
     vectors = np.stack([np.asarray(c.vector, dtype=np.float32) for c in candidates])
     remaining = sorted(range(len(candidates)), key=lambda i: (-base[i][0], candidates[i].item.id))
@@ -216,3 +217,18 @@ def rank(
         reason = dataclasses.replace(base[best_index][1], duplication=best_dup)
         results.append(Recalled(candidates[best_index].item, best_score, reason))
     return results
+
+
+def _below_superseders(candidates: Sequence[Candidate], base: list[tuple[float, Reason]]) -> None:
+    """A memory contradicted by a newer one that is also a candidate ranks just below it,
+    however well its words match: the newer statement wins (chains settle in a few passes)."""
+    position = {c.item.id: n for n, c in enumerate(candidates)}
+    for _ in range(len(candidates)):
+        changed = False
+        for n, c in enumerate(candidates):
+            newer = position.get(c.item.superseded_by or "")
+            if newer is not None and base[n][0] >= base[newer][0]:
+                base[n] = (base[newer][0] - 1e-6, base[n][1])
+                changed = True
+        if not changed:
+            return
