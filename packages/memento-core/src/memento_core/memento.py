@@ -78,6 +78,7 @@ from memento_core.storage import (
 from memento_core.summarize import Summarizer
 from memento_core.tokens import TokenCounter
 from memento_core.twins import async_twin
+from memento_core.usage import UsageRecorder
 
 DEFAULT_PATH = Path(".memento")
 """Where ``Memento.open()`` keeps an embedded store when no path is given (or ``$MEMENTO_PATH``)."""
@@ -120,6 +121,9 @@ class Memento:
         self.weights = weights or RankingWeights()
         self.candidates = candidates
         self.track_usage = track_usage
+        self._usage = UsageRecorder(
+            self._write_usage, lambda item, moment, uses: used_fields(item, moment, uses=uses)
+        )
         self.retention = retention or RetentionPolicy()
         self.review_policy = review or ReviewPolicy()
         # erase_user also deletes the user's chat messages
@@ -171,7 +175,9 @@ class Memento:
         return self._store.location
 
     def close(self) -> None:
-        """Release the store (Chroma holds no handles that need closing; kept for symmetry)."""
+        """Write pending usage counts and stop the usage writer. Chroma itself holds no
+        handles that need closing."""
+        self._usage.close()
 
     def __enter__(self) -> Memento:
         return self
@@ -310,6 +316,7 @@ class Memento:
         Raises ``MemoryNotFound`` for an unknown id, a hidden (soft-deleted or expired) memory,
         or one the scope may not see — the same error for all, so ids leak nothing.
         """
+        self._usage.flush()
         check_id(memory_id)
         where = None
         if scope is not None:
@@ -425,15 +432,20 @@ class Memento:
             for r in results
         ]
         if self.track_usage and results:
-            self._count_use([r.item for r in results], moment)
+            self._usage.record([r.item for r in results], moment)
         plugins.notify_recall(self, query, viewer, results)
         return results
 
-    def _count_use(self, items: Sequence[MemoryItem], moment: datetime) -> None:
+    def _write_usage(self, ids: Sequence[str], fields: Sequence[dict[str, Any]]) -> None:
         # Read-modify-write: under concurrent writers a count may be lost; usage is a soft signal.
-        self._store.items.update(
-            ids=[i.id for i in items], metadatas=[used_fields(i, moment) for i in items]
-        )
+        # No store lock here: callers holding it flush usage, and the writer thread must not
+        # wait for them (Chroma serialises its own writes).
+        live = set(self._store.items.get(ids=list(ids), include=[])["ids"])
+        keep = [n for n, memory_id in enumerate(ids) if memory_id in live]
+        if keep:
+            self._store.items.update(
+                ids=[ids[n] for n in keep], metadatas=[fields[n] for n in keep]
+            )
 
     def _sync_keywords(self, *, force: bool = False) -> None:
         """Bring the in-memory keyword index in step with the store.
@@ -497,6 +509,7 @@ class Memento:
         if not ids:
             return
         self._hotwords_changed()
+        self._usage.discard(ids)
         with self._store.lock:
             touching = {"$or": [{"source_id": {"$in": ids}}, {"target_id": {"$in": ids}}]}
             self._store.links.delete(where=touching)
@@ -598,6 +611,7 @@ class Memento:
         self, *, scope: Scope | None = None, include_deleted: bool = True
     ) -> list[MemoryItem]:
         """Every memory (that ``scope`` may see, if given), oldest first."""
+        self._usage.flush()
         where = visibility_clause(scope) if scope is not None else None
         now = utcnow()
         items = [
@@ -622,6 +636,7 @@ class Memento:
         )
 
     def stats(self) -> StoreStats:
+        self._usage.flush()
         by_type: dict[str, int] = {}
         by_privacy: dict[str, int] = {}
         users: set[str] = set()
