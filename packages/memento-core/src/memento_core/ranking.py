@@ -36,8 +36,10 @@ class RankingWeights:
     duplication: float = 0.5
     superseded: float = 0.2
     """Subtracted from a memory that a newer one contradicts (see consolidation)."""
-    dense_share: float = 0.5
-    """Share of relevance from embedding similarity; the rest comes from BM25."""
+    dense_share: float = 0.6
+    """Share of relevance from embedding similarity; the rest comes from BM25. The keyword half
+    is divided by the best candidate's score (the top keyword hit counts 1) while sentence
+    embeddings' cosines rarely pass 0.7, so the dense half gets the larger share."""
     duplicate_threshold: float = 0.9
     """Cosine similarity above which a result counts as a near-duplicate of a higher one."""
     usage_saturation: int = 50
