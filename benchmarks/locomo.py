@@ -19,6 +19,7 @@ The data is never copied into the repository: it is read from ``--data`` (defaul
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -266,8 +267,9 @@ def run_conversation(
         MemoryDraft(content=t.text, scope=scope, created_at=t.created_at)
         for t in conversation.turns
     ]
-    with tempfile.TemporaryDirectory(prefix="locomo-") as tmp:
-        memento = Memento.open(Path(tmp) / "usage", embedder=embedder)
+    # The stores close (writing their pending usage counts) before their directory goes.
+    with tempfile.TemporaryDirectory(prefix="locomo-") as tmp, contextlib.ExitStack() as stores:
+        memento = stores.enter_context(Memento.open(Path(tmp) / "usage", embedder=embedder))
         started = time.perf_counter()
         ids = memento.remember_many(drafts, on_progress=advance)
         timings.remember_seconds += time.perf_counter() - started
@@ -275,7 +277,9 @@ def run_conversation(
 
         # The same memories without usage counting; it shares the first store's vector cache,
         # so it costs no embedding and stays out of the timings.
-        plain = Memento.open(Path(tmp) / "no-usage", embedder=memento.embedder, track_usage=False)
+        plain = stores.enter_context(
+            Memento.open(Path(tmp) / "no-usage", embedder=memento.embedder, track_usage=False)
+        )
         plain.remember_many(drafts)
 
         turns_of: dict[str, list[str]] = {}
