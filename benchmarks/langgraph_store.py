@@ -123,6 +123,7 @@ def run_conversation(
                 latency[name].append(1000 * (time.perf_counter() - started))
                 scores[name].add(question, [h.key for h in hits])
             advance(1)
+        memento.close()  # before the directory goes, so the last usage counts land in it
 
 
 def verdict(
