@@ -39,6 +39,9 @@ class ConformanceDriver(Protocol):
     """The steps each scenario needs, done through one adapter's framework API."""
 
     name: str
+    streams_hotwords: bool
+    """False when the framework has no streamed text passing through Memento (MCP: the
+    client's model streams on the client side); the hotword scenario leaves such a driver out."""
 
     def remember(self, text: str, *, user_id: str) -> str:
         """Store ``text`` as a private memory of ``user_id``; return the Memento memory id."""
@@ -62,6 +65,7 @@ class CoreDriver:
     """The reference: core's own API."""
 
     name = "core"
+    streams_hotwords = True
 
     def __init__(self, mem: Memento) -> None:
         self.mem = mem
@@ -150,12 +154,19 @@ def check_scope_isolation(drivers: Sequence[ConformanceDriver]) -> None:
 
 
 def check_forgetting(drivers: Sequence[ConformanceDriver]) -> None:
-    """A memory forgotten through any driver disappears through every driver."""
+    """A memory written and forgotten through any driver disappears through every driver.
+
+    Each driver forgets a memory it wrote itself: a framework can only address what it stored
+    (a LangGraph store item by namespace and key, an AutoGen memory by its scope)."""
     for forgetter in drivers:
         user = _user()
-        memory_id = drivers[0].remember(
+        memory_id = forgetter.remember(
             "The spare key hides under the third flowerpot.", user_id=user
         )
+        if not any(
+            h.memory_id == memory_id for h in drivers[0].recall("spare key", user_id=user, limit=10)
+        ):
+            raise ConformanceError(f"{drivers[0].name} cannot see a memory {forgetter.name} wrote")
         forgetter.forget(memory_id, user_id=user)
         for reader in drivers:
             if any(
@@ -179,7 +190,7 @@ def check_hotwords(drivers: Sequence[ConformanceDriver], mem: Memento) -> None:
     expected = drivers[0].hotword_events(chunks, connection_id="conformance")
     if not expected:
         raise ConformanceError(f"{drivers[0].name} detected no hotword in the stream")
-    for driver in drivers[1:]:
+    for driver in [d for d in drivers[1:] if getattr(d, "streams_hotwords", True)]:
         got = driver.hotword_events(chunks, connection_id="conformance")
         if got != expected:
             raise ConformanceError(f"{driver.name} emitted {got!r}, core emitted {expected!r}")

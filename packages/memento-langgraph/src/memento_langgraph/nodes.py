@@ -35,7 +35,11 @@ from memento_core.injection import memory_injection
 from memento_langgraph.messages import INJECTED_PREFIX, as_langchain
 from memento_langgraph.store import MementoStore
 
-__all__ = ["recall_node", "remember_node", "scope_from_config"]
+__all__ = ["MEMORIES_KEY", "recall_node", "remember_node", "scope_from_config"]
+
+MEMORIES_KEY = "memento_memories"
+"""The injected system message's ``additional_kwargs`` key listing what it holds, best first:
+``[{"id": ..., "score": ...}]`` — for a later node that cites or rates its memories."""
 
 Update = dict[str, Any]
 
@@ -66,9 +70,10 @@ def recall_node(
     """A node that recalls memories for the latest user message and injects them.
 
     The memories come from core's ``memory_injection`` (the best ``limit`` for the user, packed
-    into ``token_budget`` tokens) as one system message. ``output="messages"`` adds it to the
-    state's messages, replacing the one the node added before (through ``add_messages``, as in
-    ``MessagesState``), so a thread holds one at most;
+    into ``token_budget`` tokens) as one system message, whose
+    ``additional_kwargs[MEMORIES_KEY]`` lists their ids and scores. ``output="messages"`` adds
+    it to the state's messages, replacing the one the node added before (through
+    ``add_messages``, as in ``MessagesState``), so a thread holds one at most;
     ``output="llm_input_messages"`` is the prebuilt agent's ``pre_model_hook`` form: the model
     sees it first, before the conversation, and the state does not keep it.
     """
@@ -84,7 +89,15 @@ def recall_node(
                 mem, query, token_budget=token_budget, scope=scope, limit=limit, filter=filter
             )
             if found.text:
-                injected = [LCSystemMessage(found.text, id=f"{INJECTED_PREFIX}{uuid4().hex}")]
+                injected = [
+                    LCSystemMessage(
+                        found.text,
+                        id=f"{INJECTED_PREFIX}{uuid4().hex}",
+                        additional_kwargs={
+                            MEMORIES_KEY: [{"id": m.id, "score": m.score} for m in found.items]
+                        },
+                    )
+                ]
         earlier = [m for m in messages if (m.id or "").startswith(INJECTED_PREFIX)]
         if output == "llm_input_messages":
             kept = [m for m in messages if not (m.id or "").startswith(INJECTED_PREFIX)]
