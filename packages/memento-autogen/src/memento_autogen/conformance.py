@@ -14,7 +14,6 @@ from typing import Any
 
 from autogen_agentchat.agents import AssistantAgent
 from autogen_core.memory import MemoryContent, MemoryMimeType
-from autogen_ext.models.replay import ReplayChatCompletionClient
 
 from memento_autogen.config import MementoMemoryConfig
 from memento_autogen.hotwords import with_hotwords
@@ -49,6 +48,9 @@ class AutoGenDriver:
         asyncio.run(self._memory(user_id).clear())
 
     def hotword_events(self, chunks: Sequence[str], *, connection_id: str) -> list[dict[str, Any]]:
+        # autogen-ext (the replay model) is a test dependency, not one of this package's.
+        from autogen_ext.models.replay import ReplayChatCompletionClient
+
         async def run() -> list[dict[str, Any]]:
             client = ReplayChatCompletionClient(["".join(chunks)])
             agent = AssistantAgent("assistant", model_client=client, model_client_stream=True)
