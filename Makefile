@@ -9,8 +9,8 @@ export TRANSFORMERS_OFFLINE := 1
 export ANONYMIZED_TELEMETRY := False
 export TOKENIZERS_PARALLELISM := false
 
-PACKAGES := -e packages/memento-core -e packages/memento-langgraph -e packages/memento-autogen \
-	-e packages/memento-mcp
+PACKAGES := -e packages/memento-core -e packages/memento-langgraph -e packages/memento-llamaindex \
+	-e packages/memento-autogen -e packages/memento-mcp
 DEV_TOOLS := pytest pytest-asyncio pytest-timeout hypothesis ruff mypy websockets build rank-bm25 \
 	matplotlib hatchling langgraph-checkpoint-conformance "autogen-ext[chromadb]"
 

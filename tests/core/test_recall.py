@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 ANN = Scope(user_id="ann", agent_id="planner", project_id="apollo", session_id="s1")
 BEN = Scope(user_id="ben", agent_id="coder", project_id="apollo", session_id="s9")
 CAT = Scope(user_id="cat", project_id="gemini")
-ONLY = {"relevance": 0.0, "recency": 0.0, "importance": 0.0, "usage": 0.0}
+ONLY = {"relevance": 0.0, "recency": 0.0, "importance": 0.0, "usage": 0.0, "context": 0.0}
 
 
 def only(component: str) -> dict[str, float]:
@@ -157,7 +157,7 @@ def test_per_call_weights_change_the_order(mem: Memento) -> None:
     assert by_importance[0].score == pytest.approx(1.0)
     assert by_importance[1].score == pytest.approx(0.5)
 
-    as_object = RankingWeights(relevance=0, recency=0, importance=1, usage=0)
+    as_object = RankingWeights(relevance=0, recency=0, importance=1, usage=0, context=0)
     assert ids(mem.recall("team lunch Thursday", scope=ANN, limit=2, weights=as_object)) == [
         vital,
         plain,
@@ -170,7 +170,7 @@ def test_per_call_weights_change_the_order(mem: Memento) -> None:
 def test_store_weights_apply_to_every_call(mem: Memento) -> None:
     plain = mem.remember("The team lunch is on Thursday at the Thai place", scope=ANN)
     vital = mem.remember("Ann is allergic to peanuts", scope=ANN, importance=1.0)
-    mem.weights = RankingWeights(relevance=0, recency=0, importance=1, usage=0)
+    mem.weights = RankingWeights(relevance=0, recency=0, importance=1, usage=0, context=0)
     assert ids(mem.recall("team lunch Thursday", scope=ANN, limit=2)) == [vital, plain]
 
 
@@ -456,3 +456,52 @@ def test_operator_injection_through_a_filter_is_refused(
     with pytest.raises(InvalidFilter):
         RecallFilter.build(recall_filter)
     assert seen_by(mem, people, ANN) == {"ann_private", "ben_team", "cat_public"}
+
+
+# ------------------------------------------------------------------------ temporal contiguity
+
+
+def test_memories_stored_one_after_another_are_timeline_neighbours(mem: Memento) -> None:
+    moment = datetime(2024, 5, 1, 18, 0, tzinfo=timezone.utc)
+    first, second, third = mem.remember_many(
+        [
+            MemoryDraft(text, scope=ANN, created_at=moment)
+            for text in ("Ann: did you go to the new climbing gym?", "Bo: yes, on Tuesday", "ok")
+        ]
+    )
+    later = mem.remember(
+        "Ann: what about dinner?", scope=ANN, created_at=moment + timedelta(minutes=5)
+    )
+    elsewhere = mem.remember("Bo: the gym was great", scope=BEN, created_at=moment)
+    much_later = mem.remember("Ann: back again", scope=ANN, created_at=moment + timedelta(days=3))
+    assert mem.get(first).follows is None
+    assert mem.get(second).follows == first and mem.get(third).follows == second
+    assert mem.get(later).follows == third  # the next call continues the timeline
+    assert mem.get(elsewhere).follows is None  # another scope has its own timeline
+    assert mem.get(much_later).follows is None  # days apart: not the same moment
+
+
+def test_a_reply_comes_back_with_the_question_it_answers(mem: Memento) -> None:
+    moment = datetime(2024, 5, 1, 18, 0, tzinfo=timezone.utc)
+    question, answer = mem.remember_many(
+        [
+            MemoryDraft(
+                "Ann: did you ever try the climbing gym downtown?", scope=ANN, created_at=moment
+            ),
+            MemoryDraft("Bo: yes, last Tuesday, it was great", scope=ANN, created_at=moment),
+        ]
+    )
+    unrelated = mem.remember(
+        "Bo: yes, last Friday, it was great", scope=ANN, created_at=moment + timedelta(days=9)
+    )
+    found = {r.item.id: r for r in mem.recall("climbing gym", scope=ANN, limit=3)}
+    assert found[answer].reason.context == pytest.approx(found[question].reason.relevance)
+    assert found[unrelated].reason.context == 0.0
+    assert found[answer].score > found[unrelated].score
+    assert "context" in str(found[answer].reason)
+    without = {
+        r.item.id: r.score
+        for r in mem.recall("climbing gym", scope=ANN, limit=3, weights={"context": 0})
+    }
+    assert found[answer].score > without[answer]
+    assert found[unrelated].score == pytest.approx(without[unrelated])

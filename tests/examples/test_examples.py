@@ -27,7 +27,7 @@ EXPECTED = {
     "quickstart.py": ["Opening an embedded store", "Export:", "memories"],
     "langgraph_agent.py": ["With Memento, the second thread knows", "Porto", "archived"],
     "autogen_agent.py": ["Session 2", "component config"],
-    "llamaindex_agent.py": [],
+    "llamaindex_agent.py": ["Session 1", "Session 2", "hotword event", "allergic to peanuts"],
     "mcp_client.py": ["tools:", "Lisbon", "memory_injection prompt"],
 }
 

@@ -152,7 +152,9 @@ class HotwordDetector:
         # (for plugins). It runs on the streaming path, and what it raises propagates.
         self.on_event = on_event
         self._entries: tuple[HotwordEntry, ...] = tuple(hotword_set)
-        self._payload_messages: dict[int, tuple[str, int]] = {}
+        # (entry index, variant index) -> (payload message, encoded size of its ``memory_dict``
+        # event without the connection id), worked out on first use: json.dumps is slow.
+        self._payload_messages: dict[tuple[int, int], tuple[str, int]] = {}
         self._automaton: Any = None
         self._longest = 0
         automaton = ahocorasick.Automaton()
@@ -192,27 +194,31 @@ class HotwordDetector:
         return search
 
     def _events_for(
-        self, connection_id: str, entry_index: int, variant_index: int
+        self, connection_id: str, connection_id_bytes: int, entry_index: int, variant_index: int
     ) -> list[HotwordEvent]:
-        """``hotword_detected``, then ``memory_dict`` if the entry has a payload that fits."""
+        """``hotword_detected``, then ``memory_dict`` if the entry has a payload that fits
+        (``connection_id_bytes`` is ``json_string_bytes(connection_id)``)."""
         entry = self._entries[entry_index]
         hotword = entry.variants[variant_index]
         events: list[HotwordEvent] = [
             HotwordDetected(connection_id, entry.primary, hotword, entry.uid)
         ]
         if entry.payload is not None:
-            cached = self._payload_messages.get(entry_index)
+            key = (entry_index, variant_index)
+            cached = self._payload_messages.get(key)
             if cached is None:  # encode each payload once, not once per conversation
                 message = encode_payload(entry.payload)
-                cached = self._payload_messages[entry_index] = (message, json_string_bytes(message))
-            message, message_bytes = cached
-            size = memory_dict_bytes(
-                connection_id=connection_id,
-                msg_bytes=message_bytes,
-                hotword=hotword,
-                hotword_uid=entry.uid,
-            )
-            if size <= MAX_EVENT_BYTES:
+                # The fields of an event encode independently, so the connection id's share of
+                # the size is added per conversation (json_string_bytes("") is 0).
+                size = memory_dict_bytes(
+                    connection_id="",
+                    msg_bytes=json_string_bytes(message),
+                    hotword=hotword,
+                    hotword_uid=entry.uid,
+                )
+                cached = self._payload_messages[key] = (message, size)
+            message, size = cached
+            if size + connection_id_bytes <= MAX_EVENT_BYTES:
                 events.append(MemoryDict(connection_id, message, hotword, entry.uid))
         if self.on_event is not None:
             for event in events:
@@ -240,6 +246,7 @@ class Conversation:
     """
 
     __slots__ = (
+        "_connection_id_bytes",
         "_detector",
         "_fired",
         "_groups",
@@ -257,6 +264,7 @@ class Conversation:
 
     def __init__(self, detector: HotwordDetector, connection_id: str) -> None:
         self.connection_id = _check_connection_id(connection_id)
+        self._connection_id_bytes = json_string_bytes(self.connection_id)
         self._detector = detector
         self._fired: set[int] = set()  # entry indices
         self._serial = 0  # chunks fed so far; tags matches with the chunk they completed in
@@ -435,7 +443,9 @@ class Conversation:
                 if entry_index in self._fired:
                     continue
                 self._fired.add(entry_index)
-                events = self._detector._events_for(self.connection_id, entry_index, variant_index)
+                events = self._detector._events_for(
+                    self.connection_id, self._connection_id_bytes, entry_index, variant_index
+                )
                 released.extend(events)
                 serials.extend(serial for _ in events)
         self._released_serials = serials

@@ -122,6 +122,7 @@ def replacement(new: MemoryItem, old: MemoryItem, now: datetime) -> MemoryItem:
         review_step=old.review_step,
         consolidated_at=old.consolidated_at,
         superseded_by=old.superseded_by,
+        follows=old.follows,
         updated_at=now,
     )
 

@@ -51,38 +51,51 @@ class RecallFilter:
     project_id: str | None = None
     include_deleted: bool = False
 
+    def __post_init__(self) -> None:
+        """Check and normalise every field, so a filter built directly is as safe as one from
+        ``build``: nothing but plain strings, numbers and enums reaches a ``where`` clause."""
+        try:
+            values = {
+                "types": tuple(
+                    parse_enum(MemoryType, t, "memory type") for t in _listed(self.types, "types")
+                ),
+                "tags": check_tags(self.tags),
+                "since": _time(self.since, "since"),
+                "until": _time(self.until, "until"),
+                "privacy": tuple(
+                    parse_enum(Privacy, p, "privacy") for p in _listed(self.privacy, "privacy")
+                ),
+                "agent_id": check_scope_value(self.agent_id, "agent_id filter"),
+                "session_id": check_scope_value(self.session_id, "session_id filter"),
+                "project_id": check_scope_value(self.project_id, "project_id filter"),
+                "include_deleted": _flag(self.include_deleted, "include_deleted"),
+            }
+        except InvalidFilter:
+            raise
+        except InvalidInput as err:
+            raise InvalidFilter(str(err)) from err
+        for name, value in values.items():
+            object.__setattr__(self, name, value)
+
     @classmethod
     def build(cls, values: Mapping[str, Any] | None = None, **kwargs: Any) -> RecallFilter:
         """Validate loose filter values (from kwargs, a CLI, an MCP call) into a filter."""
         if values is not None and not isinstance(values, Mapping):
             raise InvalidFilter(f"a filter is a mapping of field to value, got {values!r}")
         merged = {**(values or {}), **{k: v for k, v in kwargs.items() if v is not None}}
-        unknown = sorted(set(merged) - set(FILTER_FIELDS))
+        unknown = sorted(map(repr, set(merged) - set(FILTER_FIELDS)))
         if unknown:
             raise InvalidFilter(
-                f"unknown filter field(s) {', '.join(map(repr, unknown))}; "
-                f"known: {', '.join(FILTER_FIELDS)}"
+                f"unknown filter field(s) {', '.join(unknown)}; known: {', '.join(FILTER_FIELDS)}"
             )
-        try:
-            return cls(
-                types=tuple(
-                    parse_enum(MemoryType, t, "memory type") for t in _listed(merged, "types")
-                ),
-                tags=check_tags(merged.get("tags")),
-                since=as_utc(merged["since"], "since") if merged.get("since") else None,
-                until=as_utc(merged["until"], "until") if merged.get("until") else None,
-                privacy=tuple(
-                    parse_enum(Privacy, p, "privacy") for p in _listed(merged, "privacy")
-                ),
-                agent_id=check_scope_value(merged.get("agent_id"), "agent_id filter"),
-                session_id=check_scope_value(merged.get("session_id"), "session_id filter"),
-                project_id=check_scope_value(merged.get("project_id"), "project_id filter"),
-                include_deleted=_flag(merged.get("include_deleted", False), "include_deleted"),
-            )
-        except InvalidFilter:
-            raise
-        except InvalidInput as err:
-            raise InvalidFilter(str(err)) from err
+        # None means "not given" for every field; every other value is checked.
+        return cls(**{k: v for k, v in merged.items() if v is not None})
+
+
+def _time(value: object, key: str) -> datetime | None:
+    # None is "not given"; anything else, falsy or not, must be a datetime (``{"since": 0}``
+    # dropped silently would return more than was asked for).
+    return None if value is None else as_utc(value, key)  # type: ignore[arg-type]
 
 
 def _flag(value: object, key: str) -> bool:
@@ -93,8 +106,7 @@ def _flag(value: object, key: str) -> bool:
     return value
 
 
-def _listed(values: Mapping[str, Any], key: str) -> list[Any]:
-    value = values.get(key)
+def _listed(value: object, key: str) -> list[Any]:
     if value is None:
         return []
     if isinstance(value, (str, MemoryType, Privacy)):
@@ -128,9 +140,18 @@ def live_clause(now: datetime) -> list[dict[str, Any]]:
     return [{"deleted_at": 0}, unexpired]
 
 
-def where_clause(viewer: Scope, recall_filter: RecallFilter, now: datetime) -> dict[str, Any]:
+def where_clause(
+    viewer: Scope, recall_filter: RecallFilter, now: datetime, *, liveness: bool = True
+) -> dict[str, Any]:
+    """The Chroma ``where`` for what ``viewer`` may see and ``recall_filter`` keeps.
+
+    ``liveness=False`` leaves out the live clause, for reads by id that check ``drafts.is_live`` on
+    what they get: ``deleted_at == 0`` holds for nearly every memory, and Chroma evaluates such
+    an unselective condition over the whole collection before it looks at the ids (~50× slower
+    for a recall's few dozen keyword hits). Visibility is always in the clause.
+    """
     clauses: list[dict[str, Any]] = [visibility_clause(viewer)]
-    if not recall_filter.include_deleted:
+    if liveness and not recall_filter.include_deleted:
         clauses.extend(live_clause(now))
     f = recall_filter
     if f.types:

@@ -201,7 +201,7 @@ class HotwordSet:
         if isinstance(source, (str, bytes, bytearray)):
             try:
                 parsed: object = json.loads(source)
-            except (ValueError, UnicodeDecodeError) as err:
+            except (ValueError, UnicodeDecodeError, RecursionError) as err:
                 raise InvalidHotwords(f"hotword JSON is malformed: {err}") from err
         else:
             parsed = source

@@ -83,6 +83,11 @@ from memento_core.usage import UsageRecorder
 DEFAULT_PATH = Path(".memento")
 """Where ``Memento.open()`` keeps an embedded store when no path is given (or ``$MEMENTO_PATH``)."""
 MAX_RECALL_LIMIT = 1_000
+CONTIGUITY_WINDOW = timedelta(hours=1)
+"""Two memories stored one after the other in a scope are neighbours in its timeline when
+their ``created_at`` are at most this far apart (turns of one conversation, say)."""
+TIMELINE_SCOPES = 10_000
+"""Scopes whose last memory this process remembers, to link the next one to it."""
 
 
 @dataclass(frozen=True)
@@ -133,6 +138,7 @@ class Memento:
         self._detectors: dict[tuple[Scope | None, bool], tuple[HotwordDetector, int, float]] = {}
         self._keywords = KeywordIndex()
         self._keyword_count = -1
+        self._timeline: dict[Scope, tuple[str, datetime]] = {}
         self._shared = "://" in store.location
         self._sync_keywords(force=True)
 
@@ -276,15 +282,24 @@ class Memento:
             ]
             if not writes:
                 return
+            writes = self._link_timeline(writes, new={i.id for i in unique} - existing.keys())
             hashes = [text_hash(item.content) for item in writes]
             self._prime_embeddings(hashes)
             vectors = self.embedder.embed_documents([item.content for item in writes])
-            self._store.items.upsert(
-                ids=[item.id for item in writes],
-                embeddings=vectors,
-                documents=[item.content for item in writes],
-                metadatas=[item_metadata(item, h) for item, h in zip(writes, hashes)],
-            )
+            # New memories are added, not upserted: Chroma keeps the first record of an id, so
+            # when another process stored the same content since the check above, its record
+            # (and any pin, feedback or use since) stays. Replacements overwrite on purpose.
+            for write, chosen in (
+                (self._store.items.add, [n for n, i in enumerate(writes) if i.id not in existing]),
+                (self._store.items.upsert, [n for n, i in enumerate(writes) if i.id in existing]),
+            ):
+                if chosen:
+                    write(
+                        ids=[writes[n].id for n in chosen],
+                        embeddings=[vectors[n] for n in chosen],
+                        documents=[writes[n].content for n in chosen],
+                        metadatas=[item_metadata(writes[n], hashes[n]) for n in chosen],
+                    )
             for item in writes:
                 if item.id in self._keywords:
                     self._keywords.remove(item.id)
@@ -294,6 +309,26 @@ class Memento:
         if any(item.hotwords for item in writes) or replacing:
             self._hotwords_changed()
         plugins.notify_remember(self, writes)
+
+    def _link_timeline(self, items: list[MemoryItem], *, new: set[str]) -> list[MemoryItem]:
+        """Each new memory ``follows`` the last one this process stored in its scope, when the
+        two are about the same moment (``CONTIGUITY_WINDOW``). Recall uses the link: a memory
+        whose neighbour is also relevant ranks higher (see ``ranking``)."""
+        linked = []
+        for item in items:
+            if item.id in new:
+                last = self._timeline.pop(item.scope, None)
+                if (
+                    last
+                    and last[0] != item.id
+                    and abs(item.created_at - last[1]) <= CONTIGUITY_WINDOW
+                ):
+                    item = dataclasses.replace(item, follows=last[0])
+                self._timeline[item.scope] = (item.id, item.created_at)
+                if len(self._timeline) > TIMELINE_SCOPES:
+                    del self._timeline[next(iter(self._timeline))]  # the least recently written
+            linked.append(item)
+        return linked
 
     def _prime_embeddings(self, hashes: Sequence[str]) -> None:
         """Reuse vectors of identical text already in the store (say, in another scope)."""
@@ -399,10 +434,14 @@ class Memento:
         missing = [i for i, _ in keyword_hits if i not in candidates]
         if missing:
             extra = self._store.items.get(
-                ids=missing, where=where, include=["metadatas", "documents", "embeddings"]
+                ids=missing,
+                where=where_clause(viewer, recall_filter, moment, liveness=False),
+                include=["metadatas", "documents", "embeddings"],
             )
             for n, memory_id in enumerate(extra["ids"]):
                 item = item_from_record(memory_id, extra["documents"][n], extra["metadatas"][n])
+                if not (recall_filter.include_deleted or is_live(item, moment)):
+                    continue
                 vector = extra["embeddings"][n]
                 candidates[memory_id] = Candidate(item, float(vector @ query_vector), 0.0, vector)
         for memory_id, candidate in candidates.items():
@@ -514,11 +553,36 @@ class Memento:
             touching = {"$or": [{"source_id": {"$in": ids}}, {"target_id": {"$in": ids}}]}
             self._store.links.delete(where=touching)
             self._store.events.delete(where={"memory_id": {"$in": ids}})
+            self._close_timeline_gaps(ids)
             self._store.items.delete(ids=ids)
             for memory_id in ids:
                 if memory_id in self._keywords:
                     self._keywords.remove(memory_id)
                     self._keyword_count -= 1
+
+    def _close_timeline_gaps(self, erased: Sequence[str]) -> None:
+        """Memories that followed an erased one follow its predecessor instead: no erased id
+        stays behind in ``follows`` (erasure leaves no trace), and the timeline stays whole."""
+        gone = set(erased)
+        leaving = self._store.items.get(ids=list(gone), include=["metadatas"])
+        before = {i: m.get("follows") or "" for i, m in zip(leaving["ids"], leaving["metadatas"])}
+        successors = self._store.items.get(
+            where={"follows": {"$in": list(gone)}}, include=["metadatas"]
+        )
+        ids, updates = [], []
+        for memory_id, meta in zip(successors["ids"], successors["metadatas"]):
+            if memory_id in gone:
+                continue
+            predecessor = meta.get("follows") or ""
+            for _ in range(len(gone)):  # the chain only points back in time; bounded anyway
+                if predecessor not in gone:
+                    break
+                predecessor = before.get(predecessor, "")
+            ids.append(memory_id)
+            updates.append({"follows": "" if predecessor in gone else predecessor})
+        if ids:
+            self._store.items.update(ids=ids, metadatas=updates)
+        self._timeline = {s: last for s, last in self._timeline.items() if last[0] not in gone}
 
     def restore(self, memory_id: str) -> MemoryItem:
         """Undo a soft forget."""

@@ -145,7 +145,7 @@ def check_json(value: object, what: str) -> Any:
     try:
         text = json.dumps(value, ensure_ascii=False, allow_nan=False)
         text.encode("utf-8")
-    except (TypeError, ValueError) as err:
+    except (TypeError, ValueError, RecursionError) as err:
         raise InvalidInput(f"{what} must be JSON-serialisable: {err}") from err
     return json.loads(text)
 
@@ -217,6 +217,9 @@ class MemoryItem:
     consolidated_at: datetime | None = None
     superseded_by: str | None = None
     """The newer memory that contradicts this one, if any (set by consolidation)."""
+    follows: str | None = None
+    """The memory stored just before this one in the same scope and about the same time: its
+    neighbour in the timeline of an episode (see ``ranking``, temporal contiguity)."""
 
     @property
     def user_id(self) -> str | None:

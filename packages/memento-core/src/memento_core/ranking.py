@@ -1,6 +1,12 @@
 """Scoring recall candidates.
 
-S = α·relevance + β·recency + γ·importance + δ·usage − ε·duplication
+S = α·relevance + β·recency + γ·importance + δ·usage + ζ·context − ε·duplication
+
+``context`` is temporal contiguity, as in human episodic memory: recalling a moment brings back
+the moments next to it. A memory's context is the relevance of its neighbours in its scope's
+timeline (``MemoryItem.follows``: the memory stored just before it, and the one stored just
+after) when they are candidates too — so the reply to a relevant question, whose own words may
+say little ("yes, last Tuesday"), comes back with it.
 """
 
 from __future__ import annotations
@@ -33,6 +39,8 @@ class RankingWeights:
     recency: float = 0.2
     importance: float = 0.2
     usage: float = 0.1
+    context: float = 0.15
+    """Weight of the best neighbour's relevance (temporal contiguity; see the module)."""
     duplication: float = 0.5
     superseded: float = 0.2
     """Subtracted from a memory that a newer one contradicts (see consolidation)."""
@@ -49,7 +57,15 @@ class RankingWeights:
     )
 
     def __post_init__(self) -> None:
-        for name in ("relevance", "recency", "importance", "usage", "duplication", "superseded"):
+        for name in (
+            "relevance",
+            "recency",
+            "importance",
+            "usage",
+            "context",
+            "duplication",
+            "superseded",
+        ):
             value = getattr(self, name)
             if (
                 isinstance(value, bool)
@@ -85,6 +101,8 @@ class Reason:
     matched_terms: tuple[str, ...]
     weights: RankingWeights = field(repr=False)
     notes: tuple[str, ...] = ()
+    context: float = 0.0
+    """The relevance of the memory's most relevant timeline neighbour among the candidates."""
 
     def __str__(self) -> str:
         w = self.weights
@@ -95,6 +113,8 @@ class Reason:
             f"importance {w.importance:g}×{self.importance:.3f}",
             f"usage {w.usage:g}×{self.usage:.3f}",
         ]
+        if self.context:
+            parts.append(f"context {w.context:g}×{self.context:.3f}")
         if self.duplication:
             parts.append(f"duplication −{w.duplication:g}×{self.duplication:.3f}")
         if self.matched_terms:
@@ -157,12 +177,17 @@ def rank(
     if not candidates or limit <= 0:
         return []
     best_keyword = max(c.keyword for c in candidates) or 1.0
+    relevances = [
+        weights.dense_share * min(1.0, max(0.0, c.dense))
+        + (1 - weights.dense_share) * c.keyword / best_keyword
+        for c in candidates
+    ]
+    contexts = _contexts(candidates, relevances)
     base: list[tuple[float, Reason]] = []
     kept: list[Candidate] = []
-    for c in candidates:
+    for c, relevance, context in zip(candidates, relevances, contexts):
         dense = min(1.0, max(0.0, c.dense))
         keyword = c.keyword / best_keyword
-        relevance = weights.dense_share * dense + (1 - weights.dense_share) * keyword
         reason = Reason(
             relevance=relevance,
             dense=dense,
@@ -178,6 +203,7 @@ def rank(
                 if c.item.superseded_by
                 else ()
             ),
+            context=context,
         )
         if relevance < min_relevance:
             continue
@@ -186,6 +212,7 @@ def rank(
             + weights.recency * reason.recency
             + weights.importance * reason.importance
             + weights.usage * reason.usage
+            + weights.context * context
             - (weights.superseded if c.item.superseded_by else 0.0)
         )
         base.append((score, reason))
@@ -219,6 +246,18 @@ def rank(
         reason = dataclasses.replace(base[best_index][1], duplication=best_dup)
         results.append(Recalled(candidates[best_index].item, best_score, reason))
     return results
+
+
+def _contexts(candidates: Sequence[Candidate], relevances: Sequence[float]) -> list[float]:
+    """Each candidate's best timeline neighbour's relevance (0 when no neighbour is a candidate)."""
+    position = {c.item.id: n for n, c in enumerate(candidates)}
+    contexts = [0.0] * len(candidates)
+    for n, c in enumerate(candidates):
+        before = position.get(c.item.follows or "")
+        if before is not None and before != n:
+            contexts[n] = max(contexts[n], relevances[before])
+            contexts[before] = max(contexts[before], relevances[n])
+    return contexts
 
 
 def _below_superseders(candidates: Sequence[Candidate], base: list[tuple[float, Reason]]) -> None:

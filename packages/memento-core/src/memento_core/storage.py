@@ -9,8 +9,11 @@ embedding function would download a model.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import os
+import shutil
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -83,6 +86,7 @@ def item_metadata(item: MemoryItem, text_hash: str) -> dict[str, Any]:
         "review_step": item.review_step,
         "consolidated_at": to_micros(item.consolidated_at),
         "superseded_by": item.superseded_by or "",
+        "follows": item.follows or "",
         "doc": json.dumps(
             {
                 "title": item.title,
@@ -136,6 +140,7 @@ def item_from_record(memory_id: str, content: str, meta: Mapping[str, Any]) -> M
         review_step=int(meta.get("review_step", 0)),
         consolidated_at=from_micros(meta.get("consolidated_at", 0)),
         superseded_by=meta.get("superseded_by") or None,
+        follows=meta.get("follows") or None,
     )
 
 
@@ -193,7 +198,7 @@ class ChromaStore:
     """The collections of one Memento store, embedded (a directory) or on a Chroma server."""
 
     def __init__(self, client: Any, *, prefix: str, location: str) -> None:
-        self.client = client
+        self.client = Guarded(client, self)
         self.prefix = prefix
         self.location = location
         self.lock = threading.RLock()
@@ -217,14 +222,24 @@ class ChromaStore:
             directory.mkdir(parents=True, exist_ok=True)
         except OSError as err:
             raise StoreUnavailable(f"cannot create the store directory {directory}: {err}") from err
-        if not os.access(directory, os.W_OK):
-            raise StoreUnavailable(f"the store directory {directory} is not writable")
+        database = directory / "chroma.sqlite3"
+        if not os.access(directory, os.W_OK) or (
+            database.exists() and not os.access(database, os.W_OK)
+        ):
+            raise StoreUnavailable(
+                f"the store directory {directory} is not writable; Chroma needs write access "
+                "even to read. Make it (and chroma.sqlite3 in it) writable, or open a writable "
+                "copy; nothing in it was changed"
+            )
         chromadb = _import_chromadb()
         try:
             client = chromadb.PersistentClient(
                 path=str(directory), settings=chromadb.Settings(anonymized_telemetry=False)
             )
         except Exception as err:  # Chroma raises assorted types for a corrupt or alien file
+            problem = filesystem_problem(directory)
+            if problem is not None:  # a full disk, not a foreign file
+                raise problem from err
             raise NotAMementoStore(
                 f"{directory} cannot be opened as a Chroma store: {err}"
             ) from err
@@ -279,11 +294,7 @@ class ChromaStore:
                     {"embedder": embedder_name, "dimension": dimension, "schema_version": schema}
                 ],
             )
-        self.items = self.client.get_or_create_collection(
-            f"{self.prefix}_items",
-            configuration={"hnsw": {"space": "cosine"}},
-            embedding_function=None,
-        )
+        self.items = self._collection("items", configuration={"hnsw": {"space": "cosine"}})
         self.links = self._side_collection("links")
         self.events = self._side_collection("events")
         return StoreInfo(embedder_name, dimension, schema, self.location)
@@ -293,9 +304,37 @@ class ChromaStore:
         return self._side_collection(name)
 
     def _side_collection(self, name: str) -> Any:
-        return self.client.get_or_create_collection(
-            f"{self.prefix}_{name}", embedding_function=None
-        )
+        return self._collection(name)
+
+    def _collection(self, name: str, **options: Any) -> Any:
+        """The collection ``<prefix>_<name>``, created if missing. An existing one is fetched
+        with ``get_collection``: in a process where a call on it failed (a full disk, say),
+        chromadb 1.5's ``get_or_create_collection`` can hang once the disk has room again."""
+        full_name = f"{self.prefix}_{name}"
+        try:
+            found = self.client.get_collection(full_name, embedding_function=None)
+        except _import_chromadb().errors.NotFoundError:
+            found = self.client.get_or_create_collection(
+                full_name, embedding_function=None, **options
+            )
+        return Guarded(found, self)
+
+    def unavailable(self, err: Exception) -> StoreUnavailable | None:
+        """The ``StoreUnavailable`` that explains a failed Chroma call, or None when the store
+        itself is fine (a bad argument, say: then the original error stands)."""
+        if "://" in self.location:
+            if not _is_transport_error(err):
+                return None
+            return StoreUnavailable(
+                f"the Chroma server at {self.location} did not answer "
+                f"({type(err).__name__}: {err}). Check that it is running and reachable "
+                "(`chroma run`), then retry: a write cut short may or may not have been stored, "
+                "and retrying it is safe (writes are idempotent)"
+            )
+        chromadb_errors = _import_chromadb().errors
+        if not isinstance(err, (chromadb_errors.InternalError, OSError)):
+            return None
+        return filesystem_problem(Path(self.location))
 
     def iter_records(
         self, collection: Any, *, where: Mapping[str, Any] | None = None, include: Sequence[str]
@@ -320,6 +359,83 @@ class ChromaStore:
             if len(ids) < PAGE:
                 return
             offset += PAGE
+
+
+class Guarded:
+    """A Chroma client or collection whose failures to reach the data — server gone, disk
+    full, directory read-only — raise ``StoreUnavailable`` saying what happened and what to do;
+    other errors pass through unchanged."""
+
+    def __init__(self, target: Any, store: ChromaStore) -> None:
+        self._target = target
+        self._store = store
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self._target, name)
+        if not callable(value):
+            return value
+        store = self._store
+
+        def guarded(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return value(*args, **kwargs)
+            except Exception as err:
+                problem = store.unavailable(err)
+                if problem is None:
+                    raise
+                raise problem from err
+
+        return guarded
+
+
+def _is_transport_error(err: Exception) -> bool:
+    import httpx  # chromadb's HTTP client; loaded already when a server store fails
+
+    return isinstance(err, (httpx.TransportError, ConnectionError))
+
+
+PROBE_BYTES = 1 << 20
+FULL = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
+READ_ONLY = {errno.EROFS, errno.EACCES, errno.EPERM}
+
+
+def filesystem_problem(directory: Path) -> StoreUnavailable | None:
+    """Why the store directory takes no writes (full disk, read-only), found by writing a 1 MiB
+    probe file next to the store and removing it; None when the probe can be written."""
+    probe = directory / f".memento-probe-{os.getpid()}-{threading.get_ident()}"
+    try:
+        fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            chunk = bytes(64 * 1024)
+            for _ in range(PROBE_BYTES // len(chunk)):
+                os.write(fd, chunk)  # a short write is followed by one that raises ENOSPC
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError as err:
+        reason = os.strerror(err.errno) if err.errno else str(err)
+        if err.errno in FULL:
+            try:
+                free = f"{shutil.disk_usage(directory).free // 1024} KiB free"
+            except OSError:
+                free = "free space unknown"
+            return StoreUnavailable(
+                f"the disk holding the store {directory} is full ({reason}; {free}). Free some "
+                "space or move the store to a larger disk, then retry: what was stored before is "
+                "intact, a write cut short may or may not have been stored, and retrying it is "
+                "safe (writes are idempotent)"
+            )
+        if err.errno in READ_ONLY:
+            return StoreUnavailable(
+                f"the store directory {directory} is read-only ({reason}). Make it writable again "
+                "(check its mount and permissions), then retry: what was stored before is intact, "
+                "and Chroma needs write access even to read"
+            )
+        return StoreUnavailable(f"the store directory {directory} cannot be written ({reason})")
+    finally:
+        with contextlib.suppress(OSError):
+            probe.unlink(missing_ok=True)
+    return None
 
 
 def _import_chromadb() -> Any:

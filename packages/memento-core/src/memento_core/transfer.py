@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -86,6 +87,7 @@ def memory_record(item: MemoryItem) -> dict[str, Any]:
         "review_step": item.review_step,
         "consolidated_at": _time(item.consolidated_at),
         "superseded_by": item.superseded_by,
+        "follows": item.follows,
     }
 
 
@@ -111,8 +113,15 @@ def feedback_record(event: FeedbackEvent) -> dict[str, Any]:
     }
 
 
+# Characters JSON leaves unescaped (with ensure_ascii=False) that ``str.splitlines`` ends a line
+# at: inside a record they would cut it in two when an export is read back line by line.
+_LINE_BREAKS = str.maketrans({"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"})
+
+
 def _line(record: dict[str, Any]) -> str:
-    return json.dumps(record, ensure_ascii=False, sort_keys=True, separators=(",", ":")) + "\n"
+    """One NDJSON line: sorted keys, no spaces, UTF-8 text, and no line break but the last."""
+    text = json.dumps(record, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    return text.translate(_LINE_BREAKS) + "\n"
 
 
 def export_lines(memento: Memento, fmt: str = "ndjson") -> Iterator[str]:
@@ -222,7 +231,16 @@ def parse_memory(record: dict[str, Any]) -> MemoryItem:
         review_step=_whole(record.get("review_step", 0), "review_step"),
         consolidated_at=_parse_time(record.get("consolidated_at"), "consolidated_at"),
         superseded_by=record.get("superseded_by") or None,
+        follows=_optional_id(record.get("follows"), "follows"),
     )
+
+
+def _optional_id(value: Any, what: str) -> str | None:
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise InvalidInput(f"{what} must be a memory id (a string) or null, got {value!r}")
+    return value
 
 
 def _whole(value: Any, what: str) -> int:
@@ -254,8 +272,8 @@ def parse_link(record: dict[str, Any]) -> Link:
 
 def parse_feedback(record: dict[str, Any]) -> FeedbackEvent:
     score = record.get("score", 1.0)
-    if isinstance(score, bool) or not isinstance(score, (int, float)):
-        raise InvalidInput("score must be a number")
+    if isinstance(score, bool) or not isinstance(score, (int, float)) or not math.isfinite(score):
+        raise InvalidInput(f"score must be a finite number, got {score!r}")
     memory_id = record.get("memory_id")
     if not isinstance(memory_id, str) or not memory_id:
         raise InvalidInput("memory_id must be a non-empty string")
@@ -308,6 +326,10 @@ def import_ndjson(
             parsed = parser(record)
         except (ValueError, TypeError, MementoError) as err:
             raise InvalidImport(str(err), line=number) from err
+        except (OverflowError, RecursionError) as err:  # huge numbers, absurdly deep nesting
+            raise InvalidImport(
+                f"a value is out of range or nested too deeply ({err})", line=number
+            ) from err
         if isinstance(parsed, MemoryItem):
             if parsed.id in known:
                 raise InvalidImport(f"memory {parsed.id!r} appears twice", line=number)

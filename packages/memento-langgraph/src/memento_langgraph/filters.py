@@ -29,19 +29,40 @@ OPERATORS = frozenset({"$eq", "$ne", *_ORDERINGS})
 
 
 def check_filter(value_filter: Mapping[str, Any] | None) -> None:
-    """Refuse unknown operators up front, before anything is read."""
+    """Refuse unknown operators up front, before anything is read, wherever they are.
+
+    Checked eagerly and everywhere (nested dictionaries, lists, operands) so a bad filter is an
+    error even when no item would have reached the bad part. A top-level key starting with
+    ``$`` (``$or``, ``$and``, ``$where``) is query syntax, not a field name: refused too.
+    """
     if value_filter is None:
         return
     if not isinstance(value_filter, Mapping):
         raise InvalidFilter(f"a store filter is a mapping of field to value, got {value_filter!r}")
+    dollar = sorted(k for k in value_filter if isinstance(k, str) and k.startswith("$"))
+    if dollar:
+        raise InvalidFilter(
+            f"filter key(s) {', '.join(dollar)} look like operators; a filter maps field names "
+            f"to values or to {{operator: operand}} with {', '.join(sorted(OPERATORS))}"
+        )
     for condition in value_filter.values():
-        if isinstance(condition, Mapping) and _is_operation(condition):
-            unknown = sorted(set(condition) - OPERATORS)
+        _check_condition(condition)
+
+
+def _check_condition(condition: Any) -> None:
+    if isinstance(condition, Mapping):
+        if _is_operation(condition):
+            unknown = sorted(map(str, set(condition) - OPERATORS))
             if unknown:
                 raise InvalidFilter(
                     f"unknown filter operator(s) {', '.join(unknown)}; "
                     f"supported: {', '.join(sorted(OPERATORS))}"
                 )
+        for value in condition.values():
+            _check_condition(value)
+    elif isinstance(condition, (list, tuple)):
+        for value in condition:
+            _check_condition(value)
 
 
 def matches_filter(value: Mapping[str, Any], value_filter: Mapping[str, Any] | None) -> bool:

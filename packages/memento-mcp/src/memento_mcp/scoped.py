@@ -14,7 +14,6 @@ a tool or resource argument. ``ScopedMemento`` enforces that:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -235,4 +234,4 @@ def _has_foreign_messages(mem: Memento, session_id: str, user_id: str) -> bool:
 
 def _line(record: dict[str, Any]) -> str:
     """One NDJSON line, byte for byte as core's export writes it."""
-    return json.dumps(record, ensure_ascii=False, sort_keys=True, separators=(",", ":")) + "\n"
+    return transfer._line(record)
