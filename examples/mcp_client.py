@@ -40,9 +40,7 @@ async def main() -> int:
                 stored = await client.call_tool("remember", {"content": content, "tags": tags})
                 print("remembered", (stored.structured_content or {}).get("memory_id", "?")[:12])
 
-            found = await client.call_tool(
-                "recall", {"query": "when is my flight?", "limit": 2}
-            )
+            found = await client.call_tool("recall", {"query": "when is my flight?", "limit": 2})
             hits = (found.structured_content or {}).get("items", [])
             print("\nrecall 'when is my flight?':")
             for hit in hits:

@@ -30,14 +30,24 @@ The uids fired, and their order, are the same whatever the chunking. The variant
 differ when two variants of one uid complete in different places, e.g. ``조 말론`` then
 ``조 말론 런던``: fed whole, both complete in one chunk and the earlier-listed wins; streamed,
 the first to complete does.
+
+Two implementations of the per-chunk work give the same detections. When the C extension
+``memento_core._hotfeed`` is built (``pip install`` builds it when a C compiler is present), the
+detector uses its own byte automaton and a compiled fast path for chunks of ASCII and Hangul
+syllables; any other chunk takes the pure-Python normaliser, and everything after a match (the
+rules above, the events) stays in Python. Without the extension, or with the environment variable
+``MEMENTO_PURE_PYTHON=1`` set when ``memento_core.detector`` is imported, the pure-Python path
+(pyahocorasick's automaton) is used; it is the reference. ``HotwordDetector.compiled`` says which
+a detector uses.
 """
 
 from __future__ import annotations
 
+import os
 import unicodedata
 from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterable, Callable, Generator, Iterable
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 import ahocorasick
 
@@ -52,7 +62,11 @@ from memento_core.events import (
     memory_dict_bytes,
 )
 from memento_core.hotwords import HotwordEntry, HotwordSet
-from memento_core.normalisation import StreamNormaliser
+from memento_core.normalisation import MAX_HELD_CHARS, StreamNormaliser
+
+if TYPE_CHECKING:
+    from memento_core._hotfeed import Automaton as _CompiledAutomaton
+    from memento_core._hotfeed import Scanner as _Scanner
 
 __all__ = [
     "MAX_CONNECTION_ID_CHARS",
@@ -90,6 +104,25 @@ _Target = tuple[int, ...]
 _MAX_PIECES = 32
 # A match waiting for its decision: (chunk serial, end byte, entry index, variant index, check end).
 _Candidate = tuple[int, int, int, int, bool]
+
+
+def _compiled_automaton_type() -> type[_CompiledAutomaton] | None:
+    """The compiled automaton, or None: the extension is not built, or MEMENTO_PURE_PYTHON is
+    set (to anything but "" or "0")."""
+    if os.environ.get("MEMENTO_PURE_PYTHON", "").strip() not in ("", "0"):
+        return None
+    try:
+        from memento_core._hotfeed import Automaton
+    except ImportError:  # built without a compiler, or for another Python: the pure path
+        return None
+    return Automaton
+
+
+# Read once, at import; tests switch paths by setting this module attribute.
+_COMPILED_AUTOMATON = _compiled_automaton_type()
+# Bytes of old text a compiled scanner keeps beyond the detector's window: room for the longest
+# provisional tail, MAX_HELD_CHARS characters that case folding may triple, 4 UTF-8 bytes each.
+_SCANNER_SLACK_BYTES = MAX_HELD_CHARS * 3 * 4
 
 
 def _is_word_char(char: str) -> bool:
@@ -155,9 +188,10 @@ class HotwordDetector:
         # (entry index, variant index) -> (payload message, encoded size of its ``memory_dict``
         # event without the connection id), worked out on first use: json.dumps is slow.
         self._payload_messages: dict[tuple[int, int], tuple[str, int]] = {}
-        self._automaton: Any = None
+        self._automaton: Any = None  # pyahocorasick's, on the pure-Python path
+        self._compiled: _CompiledAutomaton | None = None  # or the extension's
         self._longest = 0
-        automaton = ahocorasick.Automaton()
+        targets: dict[str, _Target] = {}  # key -> its value
         for entry_index, entry in enumerate(self._entries):
             seen: set[str] = set()
             for variant_index, form in enumerate(entry.matched_forms):
@@ -165,22 +199,37 @@ class HotwordDetector:
                     continue
                 seen.add(form)
                 key = _as_bytes_text(form)
-                target: _Target | None = automaton.get(key, None)
+                target = targets.get(key)
                 if target is None:  # the key's first uid
                     check_start = word_boundary and _is_word_char(form[0])
                     check_end = word_boundary and _is_word_char(form[-1])
                     target = (len(key), check_start, check_end)
                     self._longest = max(self._longest, len(key))
-                automaton.add_word(key, (*target, entry_index, variant_index))
-        if len(automaton):
+                targets[key] = (*target, entry_index, variant_index)
+        # The compiled automaton reports keys by their index in this list.
+        self._targets: list[_Target] = []
+        compiled_type = _COMPILED_AUTOMATON
+        if targets and compiled_type is not None:
+            self._compiled = compiled_type(list(targets))
+            self._targets = list(targets.values())
+        elif targets:
+            automaton = ahocorasick.Automaton()
+            for key, target in targets.items():
+                automaton.add_word(key, target)
             automaton.make_automaton()
             self._automaton = automaton
+        del targets
         # Bytes of recent text a conversation keeps: the longest key plus one character before it.
         self._window_bytes = self._longest + 8
 
     @property
     def fingerprint(self) -> str:
         return self.hotword_set.fingerprint
+
+    @property
+    def compiled(self) -> bool:
+        """Whether this detector runs on the compiled fast path (see the module docstring)."""
+        return self._compiled is not None
 
     def conversation(self, connection_id: str) -> Conversation:
         """A new conversation: its own position in the text and its own set of fired uids."""
@@ -257,6 +306,7 @@ class Conversation:
         "_recent",
         "_recent_start",
         "_released_serials",
+        "_scanner",
         "_search",
         "_serial",
         "connection_id",
@@ -274,12 +324,22 @@ class Conversation:
         self._released_serials: list[int] = []
         self._normaliser = StreamNormaliser()
         self._search: Any = None
+        # On the compiled path, the scanner holds the search state and the recent text (and
+        # takes most chunks in place of the normaliser); ``_recent`` is then a copy taken when
+        # a match needs it.
+        self._scanner: _Scanner | None = None
+        compiled = detector._compiled
+        if compiled is not None:
+            window = detector._window_bytes
+            self._scanner = compiled.scanner(window, window + _SCANNER_SLACK_BYTES)
         self._pieces: list[str] = []  # text fed since, cheaper than a concatenation per chunk
         self._start_text()
 
     def _start_text(self) -> None:
         self._normaliser.reset()
-        if self._detector._automaton is not None:
+        if self._scanner is not None:
+            self._scanner.reset()
+        elif self._detector._automaton is not None:
             self._search = self._detector._new_search()
         # Positions are byte offsets into the normalised text since the text began.
         self._origin = 0  # where the search iterator started
@@ -306,6 +366,13 @@ class Conversation:
         or by ``flush`` (see the module docstring); ``detect_stream`` keeps such a chunk back so
         its events still come first.
         """
+        scanner = self._scanner
+        if scanner is not None:
+            found = scanner.feed(text_chunk)
+            if found is None:  # the compiled fast path took the chunk, and nothing matched
+                self._serial += 1
+                return self._settle(end_of_text=False) if self._pending or self._groups else []
+            return self._feed_compiled(scanner, text_chunk, found)
         if not isinstance(text_chunk, str):
             raise InvalidInput(f"chunk text must be a string, got {type(text_chunk).__name__}")
         self._serial += 1
@@ -331,15 +398,54 @@ class Conversation:
         search.set(encoded, False)
         for end_index, target in search:
             self._add_candidates(self._origin + end_index, target)
-        if self._pending or len(pieces) >= _MAX_PIECES:
-            released = self._settle(end_of_text=False) if self._pending else []
+        if self._pending or self._groups or len(pieces) >= _MAX_PIECES:
+            released = self._settle(end_of_text=False) if self._pending or self._groups else []
             self._trim_recent()
             return released
         return []
 
+    def _feed_compiled(
+        self,
+        scanner: _Scanner,
+        text_chunk: str,
+        found: list[tuple[int, int]] | Literal[False],
+    ) -> list[HotwordEvent]:
+        """``feed`` on the compiled path, past its common case: ``found`` is the matches the
+        scanner's fast path found in the chunk, or False if it declined the chunk."""
+        matches: list[tuple[int, int]] | None
+        if found is False:  # the pure-Python normaliser's turn, as in the pure path
+            if not isinstance(text_chunk, str):
+                raise InvalidInput(f"chunk text must be a string, got {type(text_chunk).__name__}")
+            self._serial += 1
+            normaliser = self._synced_normaliser()
+            delta = normaliser.extend(text_chunk)
+            if delta is None:
+                provisional = normaliser.provisional
+                replace, delta, _ = normaliser.push(text_chunk)
+                if replace:
+                    self._drop_provisional(provisional)
+            matches = scanner.step(_as_bytes_text(delta), normaliser.ends_in_space())
+        else:
+            self._serial += 1
+            matches = found
+        if matches:
+            targets = self._detector._targets
+            for end, key_index in matches:
+                self._add_candidates(end, targets[key_index])
+        return self._settle(end_of_text=False) if self._pending or self._groups else []
+
+    def _synced_normaliser(self) -> StreamNormaliser:
+        """The normaliser, told of the chunk the compiled fast path took last, if any."""
+        normaliser = self._normaliser
+        if self._scanner is not None:
+            chunk = self._scanner.take_chunk()
+            if chunk is not None:
+                normaliser.resume(chunk, ends_in_space=self._scanner.ends_in_space)
+        return normaliser
+
     def flush(self) -> list[HotwordEvent]:
         """End the current text: settle what is pending. The next ``feed`` starts a new text."""
-        released = self._settle(end_of_text=True) if self._pending else []
+        released = self._settle(end_of_text=True) if self._pending or self._groups else []
         self._start_text()
         return released
 
@@ -362,8 +468,10 @@ class Conversation:
         self._start_text()
 
     def _join_recent(self) -> str:
-        """``_recent``, brought up to date with the pieces fed since."""
-        if self._pieces:
+        """``_recent``, brought up to date with the pieces fed since (or with the scanner)."""
+        if self._scanner is not None:
+            self._recent_start, self._recent = self._scanner.recent()
+        elif self._pieces:
             self._recent += "".join(self._pieces)
             self._pieces.clear()
         return self._recent
@@ -398,6 +506,9 @@ class Conversation:
         """The provisional tail changed: forget it and put the automaton back just before it."""
         stable_end = self._end() - _byte_length(provisional)
         self._pending = [c for c in self._pending if c[1] < stable_end]
+        if self._scanner is not None:
+            self._scanner.rewind(stable_end)
+            return
         self._recent = self._recent[: stable_end - self._recent_start]
         prefix = self._recent[-self._detector._window_bytes :]
         self._search = self._detector._new_search(prefix)
@@ -405,7 +516,7 @@ class Conversation:
 
     def _settle(self, *, end_of_text: bool) -> list[HotwordEvent]:
         text_end = self._end()
-        held = "" if end_of_text else self._normaliser.provisional
+        held = "" if end_of_text else self._synced_normaliser().provisional
         stable_end = text_end - _byte_length(held)
         undecided: list[_Candidate] = []
         for candidate in self._pending:

@@ -226,6 +226,18 @@ class StreamNormaliser:
             return self._push_across(chunk)
         return False, text, self.provisional
 
+    def resume(self, chunk: str, *, ends_in_space: bool) -> None:
+        """Take up the state ``extend(chunk)`` would have left, for a chunk that a compiled fast
+        path (``memento_core._hotfeed``) normalised in this normaliser's place; ``ends_in_space``
+        says whether the text so far, that chunk's included, ends in a space."""
+        self._last_chunk = chunk
+        # _last_text serves only _ends_in_space: any text that gives the same answer will do.
+        self._last_text = "" if ends_in_space else "x"
+
+    def ends_in_space(self) -> bool:
+        """Whether the text so far, provisional tail included, ends in a space."""
+        return self._ends_in_space()
+
     def _ends_in_space(self) -> bool:
         """Whether the text so far, provisional tail included, ends in a space."""
         if self._last_chunk:

@@ -334,7 +334,16 @@ class ChromaStore:
         chromadb_errors = _import_chromadb().errors
         if not isinstance(err, (chromadb_errors.InternalError, OSError)):
             return None
-        return filesystem_problem(Path(self.location))
+        problem = filesystem_problem(Path(self.location))
+        if problem is None and "readonly database" in str(err):
+            # SQLite opened a connection read-only while the directory was not writable, and
+            # Chroma keeps it (and its client per path) for the life of the process.
+            return StoreUnavailable(
+                f"Chroma holds the store {self.location} read-only in this process: it was not "
+                "writable for a while, and is again, but this process keeps its read-only "
+                "connection. Restart the process to write again; what was stored is intact"
+            )
+        return problem
 
     def iter_records(
         self, collection: Any, *, where: Mapping[str, Any] | None = None, include: Sequence[str]
