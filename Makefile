@@ -39,4 +39,5 @@ lint: $(BIN)/.installed
 	$(BIN)/ruff check . && $(BIN)/ruff format --check . && $(BIN)/mypy
 
 bench: $(BIN)/.installed
-	$(BIN)/python benchmarks/locomo.py
+	$(BIN)/python benchmarks/summary.py --run locomo langgraph_store llamaindex_memory \
+		autogen_memory consolidation working_memory hotwords scale
