@@ -505,3 +505,53 @@ def test_a_reply_comes_back_with_the_question_it_answers(mem: Memento) -> None:
     }
     assert found[answer].score > without[answer]
     assert found[unrelated].score == pytest.approx(without[unrelated])
+
+
+def test_filters_hold_for_keyword_hits_and_vector_hits_alike(mem: Memento) -> None:
+    """Keyword hits beyond the vector candidates are read by id and filtered in Python
+    (``RecallFilter.admits``), vector hits by the store query: both keep only what the filter
+    describes. 120 memories and ``limit=10`` make the keyword path bring in many of its own."""
+    start = datetime(2024, 1, 1, tzinfo=timezone.utc)
+    count = 120
+
+    def kind(n: int) -> str:
+        return ("episodic", "semantic", "procedural")[n % 3]
+
+    drafts = [
+        MemoryDraft(
+            f"zebra note {n}" + " filler words" * (n % 7),
+            scope=Scope(user_id="ann", agent_id=f"a{n % 2}", session_id=f"s{n % 5}"),
+            type=kind(n),
+            tags=[f"t{n % 2}", *(["both"] if n % 4 == 0 else [])],
+            created_at=start + timedelta(days=n),
+            privacy=("private", "public")[n % 2],
+        )
+        for n in range(count)
+    ]
+    ids = mem.remember_many(drafts)
+    deleted = {ids[n] for n in range(0, count, 9)}
+    for memory_id in deleted:
+        mem.forget(memory_id)
+    cases: list[tuple[dict[str, Any], Any]] = [
+        ({}, lambda n: True),
+        ({"types": ["semantic"]}, lambda n: kind(n) == "semantic"),
+        ({"tags": ["t0", "both"]}, lambda n: n % 4 == 0),
+        (
+            {"since": start + timedelta(days=30), "until": start + timedelta(days=80)},
+            lambda n: 30 <= n <= 80,
+        ),
+        ({"privacy": ["public"], "agent_id": "a1"}, lambda n: n % 2 == 1),
+        ({"session_id": "s2"}, lambda n: n % 5 == 2),
+    ]
+    for values, wanted in cases:
+        expected = {ids[n] for n in range(count) if wanted(n)} - deleted
+        found = [
+            r.item.id
+            for r in mem.recall("zebra", scope=Scope(user_id="ann"), limit=10, filter=values)
+        ]
+        assert set(found) <= expected, values
+        assert len(found) == min(10, len(expected)), values
+    with_deleted = mem.recall(
+        "zebra", scope=Scope(user_id="ann"), limit=200, filter={"include_deleted": True}
+    )
+    assert deleted <= {r.item.id for r in with_deleted}

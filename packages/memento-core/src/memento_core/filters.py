@@ -12,8 +12,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from memento_core.drafts import is_live
 from memento_core.errors import InvalidFilter, InvalidInput, InvalidScope
 from memento_core.model import (
+    MemoryItem,
     MemoryType,
     Privacy,
     Scope,
@@ -76,6 +78,24 @@ class RecallFilter:
             raise InvalidFilter(str(err)) from err
         for name, value in values.items():
             object.__setattr__(self, name, value)
+
+    def admits(self, item: MemoryItem, now: datetime) -> bool:
+        """This filter (and liveness) decided on a memory already read — the same rules as
+        ``where_clause``, for reads by id, where Chroma is slow with unselective conditions
+        (``deleted_at == 0``, a tag every item has): it evaluates them over the whole
+        collection before it looks at the ids. Visibility is never decided here."""
+        scope = item.scope
+        return (
+            (self.include_deleted or is_live(item, now))
+            and (not self.types or item.type in self.types)
+            and (not self.privacy or item.privacy in self.privacy)
+            and all(tag in item.tags for tag in self.tags)
+            and (self.since is None or item.created_at >= self.since)
+            and (self.until is None or item.created_at <= self.until)
+            and (self.agent_id is None or scope.agent_id == self.agent_id)
+            and (self.session_id is None or scope.session_id == self.session_id)
+            and (self.project_id is None or scope.project_id == self.project_id)
+        )
 
     @classmethod
     def build(cls, values: Mapping[str, Any] | None = None, **kwargs: Any) -> RecallFilter:
@@ -140,18 +160,11 @@ def live_clause(now: datetime) -> list[dict[str, Any]]:
     return [{"deleted_at": 0}, unexpired]
 
 
-def where_clause(
-    viewer: Scope, recall_filter: RecallFilter, now: datetime, *, liveness: bool = True
-) -> dict[str, Any]:
-    """The Chroma ``where`` for what ``viewer`` may see and ``recall_filter`` keeps.
-
-    ``liveness=False`` leaves out the live clause, for reads by id that check ``drafts.is_live`` on
-    what they get: ``deleted_at == 0`` holds for nearly every memory, and Chroma evaluates such
-    an unselective condition over the whole collection before it looks at the ids (~50× slower
-    for a recall's few dozen keyword hits). Visibility is always in the clause.
-    """
+def where_clause(viewer: Scope, recall_filter: RecallFilter, now: datetime) -> dict[str, Any]:
+    """The Chroma ``where`` for what ``viewer`` may see and ``recall_filter`` keeps (the same
+    rules as ``RecallFilter.admits``, plus visibility)."""
     clauses: list[dict[str, Any]] = [visibility_clause(viewer)]
-    if liveness and not recall_filter.include_deleted:
+    if not recall_filter.include_deleted:
         clauses.extend(live_clause(now))
     f = recall_filter
     if f.types:

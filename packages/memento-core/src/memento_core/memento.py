@@ -433,14 +433,16 @@ class Memento:
         keyword_scores = dict(keyword_hits)
         missing = [i for i, _ in keyword_hits if i not in candidates]
         if missing:
+            # Visibility in the store query, fail-closed; the filter on what came back (faster:
+            # see ``RecallFilter.admits``).
             extra = self._store.items.get(
                 ids=missing,
-                where=where_clause(viewer, recall_filter, moment, liveness=False),
+                where=visibility_clause(viewer),
                 include=["metadatas", "documents", "embeddings"],
             )
             for n, memory_id in enumerate(extra["ids"]):
                 item = item_from_record(memory_id, extra["documents"][n], extra["metadatas"][n])
-                if not (recall_filter.include_deleted or is_live(item, moment)):
+                if not recall_filter.admits(item, moment):
                     continue
                 vector = extra["embeddings"][n]
                 candidates[memory_id] = Candidate(item, float(vector @ query_vector), 0.0, vector)
