@@ -1,0 +1,150 @@
+"""Helpers shared by ``scale.py`` and ``summary.py``: machine facts, percentiles, memory, a
+``chroma run`` server on loopback, and writing a report. Not a benchmark itself."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import resource
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+RESULTS = REPO / "benchmarks" / "results"
+
+
+def offline_single_thread() -> None:
+    """What every benchmark sets before torch loads: no hub access, one OpenMP thread."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+
+
+def percentile(values: Sequence[float], q: float, digits: int = 1) -> float:
+    return round(float(np.percentile(values, q)), digits) if len(values) else 0.0
+
+
+def latency_summary(values_ms: Sequence[float], digits: int = 1) -> dict[str, float]:
+    """p50, p95, p99, mean and max of a list of milliseconds, rounded to ``digits``."""
+    if not values_ms:
+        return {"p50": 0.0, "p95": 0.0, "p99": 0.0, "mean": 0.0, "max": 0.0, "n": 0}
+    return {
+        "p50": percentile(values_ms, 50, digits),
+        "p95": percentile(values_ms, 95, digits),
+        "p99": percentile(values_ms, 99, digits),
+        "mean": round(float(np.mean(values_ms)), digits),
+        "max": round(float(np.max(values_ms)), digits),
+        "n": len(values_ms),
+    }
+
+
+def peak_rss_mb() -> float:
+    """This process's peak resident set so far (Linux reports ``ru_maxrss`` in KiB)."""
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+
+
+def process_peak_rss_mb(pid: int) -> float:
+    """Another live process's peak resident set (Linux ``VmHWM``; 0 where unknown). Unlike
+    ``RUSAGE_CHILDREN`` it is not inflated by the parent's memory copied at fork."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text(encoding="ascii")
+    except OSError:
+        return 0.0
+    for line in status.splitlines():
+        if line.startswith("VmHWM:"):
+            return round(int(line.split()[1]) / 1024, 1)
+    return 0.0
+
+
+def rss_mb() -> float:
+    """This process's resident set now (Linux; 0 elsewhere)."""
+    try:
+        pages = int(Path("/proc/self/statm").read_text(encoding="ascii").split()[1])
+    except (OSError, IndexError, ValueError):
+        return 0.0
+    return round(pages * os.sysconf("SC_PAGE_SIZE") / 2**20, 1)
+
+
+def load_average() -> list[float]:
+    return [round(x, 2) for x in os.getloadavg()]
+
+
+def machine() -> dict[str, Any]:
+    import chromadb
+
+    info: dict[str, Any] = {
+        "nproc": os.cpu_count(),
+        "python": platform.python_version(),
+        "chromadb": chromadb.__version__,
+        "platform": platform.platform(),
+        "omp_num_threads": os.environ.get("OMP_NUM_THREADS", ""),
+    }
+    if "torch" in sys.modules:
+        torch = sys.modules["torch"]
+        info["torch"] = torch.__version__
+        info["torch_threads"] = torch.get_num_threads()
+    return info
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@contextmanager
+def chroma_server(
+    path: Path | None = None, *, timeout: float = 90.0, stats: dict[str, float] | None = None
+) -> Iterator[str]:
+    """A ``chroma run`` server on a free loopback port over ``path`` (a fresh temporary
+    directory by default); yields its URL and stops it on exit. Its log is ``<dir>.log``;
+    ``stats`` receives the server's ``peak_rss_mb`` when it stops."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    root = path or Path(tempfile.mkdtemp(prefix="memento-bench-chroma-"))
+    chroma = Path(sys.executable).parent / "chroma"
+    command = [str(chroma), "run", "--path", str(root), "--port", str(port), "--host", "127.0.0.1"]
+    with (root.parent / f"{root.name}.log").open("wb") as log:
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/api/v2/heartbeat", timeout=2):
+                    break
+            except OSError:
+                if process.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"chroma run did not start at {url}") from None
+                time.sleep(0.3)
+        yield url
+    finally:
+        if stats is not None:
+            stats["peak_rss_mb"] = process_peak_rss_mb(process.pid)
+        process.terminate()
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def write_report(out: Path, name: str, report: dict[str, Any], markdown: str) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{name}.json").write_text(
+        json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
+    )
+    (out / f"{name}.md").write_text(markdown, encoding="utf-8")
