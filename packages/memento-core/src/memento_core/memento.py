@@ -30,7 +30,7 @@ from memento_core.drafts import (
 )
 from memento_core.embedding import CachingEmbedder, Embedder, SentenceTransformerEmbedder, text_hash
 from memento_core.errors import InvalidInput, MemoryNotFound
-from memento_core.filters import RecallFilter, live_clause, visibility_clause, where_clause
+from memento_core.filters import RecallFilter, live_clause, visibility_clause
 from memento_core.hotwords import HotwordSet
 from memento_core.injection import Injection, memory_injection
 from memento_core.keyword import KeywordIndex, Visibility, matched_terms
@@ -304,7 +304,9 @@ class Memento:
                 if item.id in self._keywords:
                     self._keywords.remove(item.id)
                     self._keyword_count -= 1
-            self._keywords.add_many((i.id, i.content, keyword_visibility(i)) for i in writes)
+            self._keywords.add_many(
+                (i.id, i.content, keyword_visibility(i), v) for i, v in zip(writes, vectors)
+            )
             self._keyword_count += len(writes)
         if any(item.hotwords for item in writes) or replacing:
             self._hotwords_changed()
@@ -409,43 +411,58 @@ class Memento:
         else:
             chosen = self.weights.replace(**weights)
         moment = as_utc(now, "now") if now else utcnow()
-        where = where_clause(viewer, recall_filter, moment)
+        visibility = visibility_clause(viewer)  # also refuses anything but a Scope
         depth = max(self.candidates, limit * 3)
         query_vector = self.embedder.embed_query(query)
 
-        candidates: dict[str, Candidate] = {}
-        found = self._store.items.query(
-            query_embeddings=[query_vector],
-            n_results=depth,
-            where=where,
-            include=["metadatas", "documents", "distances", "embeddings"],
-        )
-        for n, memory_id in enumerate(found["ids"][0]):
-            item = item_from_record(memory_id, found["documents"][0][n], found["metadatas"][0][n])
-            candidates[memory_id] = Candidate(
-                item, 1.0 - found["distances"][0][n], 0.0, found["embeddings"][0][n]
-            )
+        import numpy as np
 
         self._sync_keywords()
-        keyword_hits = self._keywords.search(
-            query, limit=depth, viewer_user=viewer.user_id, viewer_project=viewer.project_id
-        )
+        visible_to = {"viewer_user": viewer.user_id, "viewer_project": viewer.project_id}
+        keyword_hits = self._keywords.search(query, limit=depth, **visible_to)
         keyword_scores = dict(keyword_hits)
-        missing = [i for i, _ in keyword_hits if i not in candidates]
-        if missing:
-            # Visibility in the store query, fail-closed; the filter on what came back (faster:
-            # see ``RecallFilter.admits``).
-            extra = self._store.items.get(
-                ids=missing,
-                where=visibility_clause(viewer),
-                include=["metadatas", "documents", "embeddings"],
+        # The nearest memories the viewer may see, read from the store with visibility in its
+        # query (fail-closed) and the filter checked on what came back (``admits``); more are
+        # read while the filter leaves fewer than ``depth``.
+        admitted: dict[str, MemoryItem] = {}
+        rejected: set[str] = set()
+
+        def read(ids: Sequence[str]) -> None:
+            wanted = [i for i in dict.fromkeys(ids) if i not in admitted and i not in rejected]
+            if not wanted:
+                return
+            found = self._store.items.get(
+                ids=wanted, where=visibility, include=["metadatas", "documents"]
             )
-            for n, memory_id in enumerate(extra["ids"]):
-                item = item_from_record(memory_id, extra["documents"][n], extra["metadatas"][n])
-                if not recall_filter.admits(item, moment):
-                    continue
-                vector = extra["embeddings"][n]
-                candidates[memory_id] = Candidate(item, float(vector @ query_vector), 0.0, vector)
+            for memory_id, meta, document in zip(
+                found["ids"], found["metadatas"], found["documents"]
+            ):
+                item = item_from_record(memory_id, document or "", meta)
+                if recall_filter.admits(item, moment):
+                    admitted[memory_id] = item
+            rejected.update(i for i in wanted if i not in admitted)
+
+        fetch = depth
+        nearest = self._keywords.nearest(query_vector, limit=fetch, **visible_to)
+        read([i for i, _ in nearest] + [i for i, _ in keyword_hits])  # one store read
+        while True:
+            dense = [(i, s) for i, s in nearest if i in admitted][:depth]
+            if len(dense) >= depth or len(nearest) < fetch:
+                break
+            fetch *= 4
+            nearest = self._keywords.nearest(query_vector, limit=fetch, **visible_to)
+            read([i for i, _ in nearest])
+        similarity = dict(dense)
+        query_unit = np.asarray(query_vector, dtype=np.float32).ravel()
+        query_unit = query_unit / (float(np.linalg.norm(query_unit)) or 1.0)
+        candidates: dict[str, Candidate] = {}
+        for memory_id in [*similarity, *keyword_scores]:
+            if memory_id in admitted and memory_id not in candidates:
+                vector = self._keywords.vector(memory_id)
+                cosine = similarity.get(memory_id)
+                if cosine is None:  # a keyword hit beyond the nearest ones
+                    cosine = float(vector @ query_unit)
+                candidates[memory_id] = Candidate(admitted[memory_id], cosine, 0.0, vector)
         for memory_id, candidate in candidates.items():
             candidate.keyword = keyword_scores.get(memory_id, 0.0)
         if len(keyword_hits) == depth:
@@ -502,13 +519,13 @@ class Memento:
         with self._store.lock:
             known = self._keywords.ids()
             seen: set[str] = set()
-            for memory_id, meta, document, _ in self._store.iter_records(
-                self._store.items, include=["metadatas", "documents"]
+            for memory_id, meta, document, vector in self._store.iter_records(
+                self._store.items, include=["metadatas", "documents", "embeddings"]
             ):
                 seen.add(memory_id)
                 if memory_id not in known:
                     item_scope = Visibility(meta["user_id"], meta["project_id"], meta["privacy"])
-                    self._keywords.add(memory_id, document or "", item_scope)
+                    self._keywords.add(memory_id, document or "", item_scope, vector)
             for gone in known - seen:
                 self._keywords.remove(gone)
             self._keyword_count = len(seen)

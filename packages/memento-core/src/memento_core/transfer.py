@@ -378,13 +378,16 @@ def restore_records(
             batch = fresh[start : start + 256]
             hashes = [text_hash(i.content) for i in batch]
             mem._prime_embeddings(hashes)
+            vectors = mem.embedder.embed_documents([i.content for i in batch])
             mem._store.items.add(
                 ids=[i.id for i in batch],
-                embeddings=mem.embedder.embed_documents([i.content for i in batch]),
+                embeddings=vectors,
                 documents=[i.content for i in batch],
                 metadatas=[item_metadata(i, h) for i, h in zip(batch, hashes)],
             )
-            mem._keywords.add_many((i.id, i.content, keyword_visibility(i)) for i in batch)
+            mem._keywords.add_many(
+                (i.id, i.content, keyword_visibility(i), v) for i, v in zip(batch, vectors)
+            )
             mem._keyword_count += len(batch)
             if on_progress:
                 on_progress(len(batch))
