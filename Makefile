@@ -12,7 +12,7 @@ export TOKENIZERS_PARALLELISM := false
 PACKAGES := -e packages/memento-core -e packages/memento-langgraph -e packages/memento-llamaindex \
 	-e packages/memento-autogen -e packages/memento-mcp
 DEV_TOOLS := pytest pytest-asyncio pytest-timeout hypothesis ruff mypy websockets build rank-bm25 \
-	matplotlib hatchling langgraph-checkpoint-conformance "autogen-ext[chromadb]"
+	matplotlib hatchling langgraph-checkpoint-conformance "autogen-ext[chromadb]" langmem
 
 $(BIN)/.installed: constraints.txt packages/*/pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
