@@ -154,6 +154,20 @@ def visibility_clause(viewer: Scope) -> dict[str, Any]:
     return visible[0] if len(visible) == 1 else {"$or": visible}
 
 
+def is_visible(item: MemoryItem, viewer: Scope) -> bool:
+    """``visibility_clause`` decided on a memory read by id: the same three ways in, and
+    nothing else (fail-closed)."""
+    if item.privacy is Privacy.PUBLIC:
+        return True
+    if (item.scope.user_id or "") == (viewer.user_id or ""):
+        return True
+    return (
+        item.privacy is Privacy.TEAM
+        and bool(viewer.project_id)
+        and item.scope.project_id == viewer.project_id
+    )
+
+
 def live_clause(now: datetime) -> list[dict[str, Any]]:
     """Not soft-deleted, and not expired unless pinned (pinned memories never expire)."""
     unexpired = {"$or": [{"pinned": True}, {"expires_at": {"$gt": to_micros(now)}}]}

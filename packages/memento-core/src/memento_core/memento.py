@@ -30,7 +30,7 @@ from memento_core.drafts import (
 )
 from memento_core.embedding import CachingEmbedder, Embedder, SentenceTransformerEmbedder, text_hash
 from memento_core.errors import InvalidInput, MemoryNotFound
-from memento_core.filters import RecallFilter, live_clause, visibility_clause
+from memento_core.filters import RecallFilter, is_visible, live_clause, visibility_clause
 from memento_core.hotwords import HotwordSet
 from memento_core.injection import Injection, memory_injection
 from memento_core.keyword import KeywordIndex, Visibility, matched_terms
@@ -411,7 +411,7 @@ class Memento:
         else:
             chosen = self.weights.replace(**weights)
         moment = as_utc(now, "now") if now else utcnow()
-        visibility = visibility_clause(viewer)  # also refuses anything but a Scope
+        visibility_clause(viewer)  # refuses anything but a Scope, before any work
         depth = max(self.candidates, limit * 3)
         query_vector = self.embedder.embed_query(query)
 
@@ -421,9 +421,10 @@ class Memento:
         visible_to = {"viewer_user": viewer.user_id, "viewer_project": viewer.project_id}
         keyword_hits = self._keywords.search(query, limit=depth, **visible_to)
         keyword_scores = dict(keyword_hits)
-        # The nearest memories the viewer may see, read from the store with visibility in its
-        # query (fail-closed) and the filter checked on what came back (``admits``); more are
-        # read while the filter leaves fewer than ``depth``.
+        # The nearest memories the viewer may see, read from the store by id; visibility and
+        # the filter are decided on the records read (``is_visible``, ``admits``). A ``where``
+        # on this read would cost 50 ms at 100k memories: Chroma evaluates it over the whole
+        # collection. More are read while the filter leaves fewer than ``depth``.
         admitted: dict[str, MemoryItem] = {}
         rejected: set[str] = set()
 
@@ -431,14 +432,12 @@ class Memento:
             wanted = [i for i in dict.fromkeys(ids) if i not in admitted and i not in rejected]
             if not wanted:
                 return
-            found = self._store.items.get(
-                ids=wanted, where=visibility, include=["metadatas", "documents"]
-            )
+            found = self._store.items.get(ids=wanted, include=["metadatas", "documents"])
             for memory_id, meta, document in zip(
                 found["ids"], found["metadatas"], found["documents"]
             ):
                 item = item_from_record(memory_id, document or "", meta)
-                if recall_filter.admits(item, moment):
+                if is_visible(item, viewer) and recall_filter.admits(item, moment):
                     admitted[memory_id] = item
             rejected.update(i for i in wanted if i not in admitted)
 
