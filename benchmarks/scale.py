@@ -409,8 +409,8 @@ class StageClock:
                 value = getattr(collection, name)
                 stages = {
                     "query": "chroma query (vector, filtered)",
-                    "get": "chroma get (keyword-only hits)",
-                    "count": "chroma count (keyword sync)",
+                    "get": "chroma get (candidates by id)",
+                    "count": "chroma count (index sync)",
                 }
                 return clock._wrap(stages[name], value) if name in stages else value
 
@@ -419,9 +419,10 @@ class StageClock:
         self._patch(self.memento.embedder, "embed_query", "query vector (cache lookup)")
         self._patch(self.memento._keywords, "search", "keyword search (BM25)")
         self._patch(self.memento._keywords, "scores_for", "keyword scores_for")
+        self._patch(self.memento._keywords, "nearest", "vector search (in memory)")
         self._patch(self.memento._usage, "record", "usage record")
         for name, stage in (
-            ("where_clause", "where clause"),
+            ("visibility_clause", "visibility clause"),
             ("item_from_record", "records → MemoryItem"),
             ("rank", "rank"),
             ("matched_terms", "matched_terms"),
