@@ -16,8 +16,6 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from memento_core.drafts import keyword_visibility
-from memento_core.embedding import text_hash
 from memento_core.errors import InvalidImport, InvalidInput, MementoError
 from memento_core.model import (
     FeedbackEvent,
@@ -39,7 +37,6 @@ from memento_core.storage import (
     PLACEHOLDER_VECTOR,
     event_from_record,
     event_metadata,
-    item_metadata,
     link_id,
     link_metadata,
     to_micros,
@@ -374,23 +371,8 @@ def restore_records(
             else set()
         )
         fresh = [i for i in items if i.id not in known]
-        for start in range(0, len(fresh), 256):
-            batch = fresh[start : start + 256]
-            hashes = [text_hash(i.content) for i in batch]
-            mem._prime_embeddings(hashes)
-            vectors = mem.embedder.embed_documents([i.content for i in batch])
-            mem._store.items.add(
-                ids=[i.id for i in batch],
-                embeddings=vectors,
-                documents=[i.content for i in batch],
-                metadatas=[item_metadata(i, h) for i, h in zip(batch, hashes)],
-            )
-            mem._keywords.add_many(
-                (i.id, i.content, keyword_visibility(i), v) for i, v in zip(batch, vectors)
-            )
-            mem._keyword_count += len(batch)
-            if on_progress:
-                on_progress(len(batch))
+        if fresh:
+            mem._store_items(fresh, (), 256, on_progress)
         for link in links:
             mem._store.links.upsert(
                 ids=[link_id(link)],

@@ -1,15 +1,23 @@
-"""Usage counting off the recall path: recalls queue their uses; a background thread writes them.
+"""Usage counting off the recall path: recalls note their uses; a background thread writes them
+while recall is idle.
 
-Writing the counts back to Chroma costs as much as the recall itself, so a recall only notes
-which memories it returned. The notes are written every ``interval`` seconds, and at once
-before anything reads a memory back (``get``, ``items``, exports), so a caller never sees a stale
-count. Usage is a soft ranking signal: uses noted in the last interval before a crash are lost.
+Writing the counts back to Chroma costs more than the recall itself (an embedded Chroma update
+takes ~7 ms plus ~0.25 ms a memory, and holds the GIL all along, so a recall running meanwhile
+waits). So a recall only notes which memories it returned, and the notes are written once no
+recall has started for ``idle`` seconds — between a user's turns, not in the middle of a burst of
+recalls. A steady stream of recalls defers the write at most ``max_delay`` seconds or
+``max_pending`` memories. Notes are written at once before anything reads a memory back (``get``,
+``items``, exports) and on ``close``, and recall ranks with the noted uses folded in
+(``with_pending``), so no caller sees a stale count. Usage is a soft ranking signal: uses noted
+since the last write are lost if the process dies.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any
@@ -25,19 +33,36 @@ class UsageRecorder:
         write: Callable[[Sequence[str], Sequence[dict[str, Any]]], None],
         fields: Callable[[MemoryItem, datetime, int], dict[str, Any]],
         *,
-        interval: float = 0.5,
+        idle: float = 0.2,
+        max_delay: float = 30.0,
+        max_pending: int = 20_000,
     ) -> None:
         self._write = write
         self._fields = fields
-        self._interval = interval
+        self._idle = idle
+        self._max_delay = max_delay
+        self._max_pending = max_pending
         self._lock = threading.Lock()
+        self._write_lock = threading.Lock()
+        # id -> (the stored item when first noted, uses since, last use)
         self._pending: dict[str, tuple[MemoryItem, int, datetime]] = {}
+        self._oldest = 0.0  # monotonic time of the oldest unwritten use
+        self._last_activity = 0.0
         self._wake = threading.Event()
         self._stopped = False
         self._thread: threading.Thread | None = None
 
+    def note_activity(self) -> None:
+        """A recall is starting: hold the write back until recall has been idle a while."""
+        self._last_activity = time.monotonic()
+
     def record(self, items: Iterable[MemoryItem], moment: datetime) -> None:
+        """Note one use of each item, as stored (its counts must not include noted uses)."""
+        now = time.monotonic()
         with self._lock:
+            if not self._pending:
+                self._oldest = now
+            self._last_activity = now
             for item in items:
                 first, uses, _ = self._pending.get(item.id, (item, 0, moment))
                 # Counts build on the first snapshot: later ones may predate the write too.
@@ -46,28 +71,70 @@ class UsageRecorder:
                 self._thread = threading.Thread(target=self._run, name="memento-usage", daemon=True)
                 self._thread.start()
 
+    def with_pending(self, item: MemoryItem) -> MemoryItem:
+        """``item`` as stored, with the uses noted but not yet written counted in."""
+        noted = self._pending.get(item.id)  # a dict read is atomic; flush swaps the whole dict
+        if noted is None:
+            return item
+        _, uses, moment = noted
+        return dataclasses.replace(
+            item, access_count=item.access_count + uses, last_accessed_at=moment
+        )
+
     def discard(self, memory_ids: Iterable[str]) -> None:
         with self._lock:
             for memory_id in memory_ids:
                 self._pending.pop(memory_id, None)
 
-    def flush(self) -> None:
-        with self._lock:
-            pending, self._pending = self._pending, {}
-            if pending:
-                ids = list(pending)
-                fields = [
-                    self._fields(item, moment, uses) for item, uses, moment in pending.values()
-                ]
+    def flush(self) -> int:
+        """Write every noted use now; returns how many memories were written."""
+        # One write at a time, so a flush that returns has seen every earlier note written;
+        # notes keep coming (under ``_lock`` alone) while a write runs.
+        with self._write_lock:
+            with self._lock:
+                pending, self._pending = self._pending, {}
+            if not pending:
+                return 0
+            ids = list(pending)
+            fields = [self._fields(item, moment, uses) for item, uses, moment in pending.values()]
+            try:
                 self._write(ids, fields)
+            except BaseException:
+                self._restore(pending)
+                raise
+            return len(pending)
+
+    def _restore(self, unwritten: dict[str, tuple[MemoryItem, int, datetime]]) -> None:
+        """Put back uses whose write failed, so the next flush tries them again."""
+        with self._lock:
+            if not self._pending:
+                self._oldest = time.monotonic()
+            for memory_id, (first, uses, moment) in unwritten.items():
+                newer = self._pending.get(memory_id)
+                if newer is not None:
+                    uses, moment = uses + newer[1], newer[2]
+                self._pending[memory_id] = (first, uses, moment)
+
+    def _due(self) -> bool:
+        if not self._pending:
+            return False
+        now = time.monotonic()
+        return (
+            now - self._last_activity >= self._idle
+            or now - self._oldest >= self._max_delay
+            or len(self._pending) >= self._max_pending
+        )
 
     def _run(self) -> None:
         while not self._stopped:
-            self._wake.wait(self._interval)
+            self._wake.wait(min(self._idle, self._max_delay) / 2)
+            if not self._due():
+                continue
             try:
                 self.flush()
             except Exception:  # a background writer must not die; the next flush retries
                 log.warning("could not write memory usage counts", exc_info=True)
+                self._wake.wait(1.0)  # and a store that is down is not hammered
 
     def close(self) -> None:
         self._stopped = True

@@ -1,0 +1,121 @@
+"""Usage counting: recall notes its uses, ranks by them at once, and writes them while idle."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+from datetime import datetime, timezone
+from typing import Any
+from uuid import uuid4
+
+import pytest
+
+from memento_core import Embedder, Memento, MemoryItem, Scope
+from memento_core.usage import UsageRecorder
+
+ANN = Scope(user_id="ann", project_id="apollo")
+USAGE_ONLY = {"relevance": 0.0, "recency": 0.0, "importance": 0.0, "usage": 1.0, "context": 0.0}
+
+
+def test_a_use_counts_in_the_next_recall_before_it_is_written(mem: Memento) -> None:
+    used = mem.remember("The wifi password is on the fridge", scope=ANN)
+    first = mem.recall("wifi password", scope=ANN, limit=1)
+    assert [r.item.id for r in first] == [used] and first[0].reason.usage == 0.0
+    again = mem.recall("wifi password", scope=ANN, limit=1, weights=USAGE_ONLY)
+    assert again[0].item.access_count == 1
+    assert again[0].reason.usage > 0.0
+    assert mem.get(used).access_count == 2  # get writes the noted uses first
+
+
+@pytest.mark.server
+def test_uses_are_written_once_recall_is_idle(chroma_server: str, embedder: Embedder) -> None:
+    def open_store() -> Memento:
+        return Memento.open(url=chroma_server, collection_prefix=prefix, embedder=embedder)
+
+    prefix = f"usage{uuid4().hex[:12]}"
+    with open_store() as writer, open_store() as reader:
+        used = writer.remember("Deploys go out every Tuesday", scope=ANN)
+        writer.recall("when do deploys go out", scope=ANN, limit=1)
+        deadline = time.monotonic() + 10
+        while reader.get(used).access_count == 0 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert reader.get(used).access_count == 1  # written without any read-back by the writer
+
+
+class Recorded:
+    """A write function standing in for the store: records each call."""
+
+    def __init__(self, *, fail: int = 0) -> None:
+        self.calls: list[dict[str, Any]] = []
+        self.failures_left = fail
+
+    def __call__(self, ids: Sequence[str], fields: Sequence[dict[str, Any]]) -> None:
+        if self.failures_left:
+            self.failures_left -= 1
+            raise ConnectionError("store unavailable")
+        self.calls.append(dict(zip(ids, fields)))
+
+
+def recorder(write: Recorded, **timing: float) -> UsageRecorder:
+    return UsageRecorder(
+        write, lambda item, moment, uses: {"access_count": item.access_count + uses}, **timing
+    )
+
+
+def note(usage: UsageRecorder, *ids: str) -> None:
+    usage.record([MemoryItem(id=i, content=i) for i in ids], datetime.now(timezone.utc))
+
+
+def test_a_steady_stream_of_recalls_defers_the_write_until_it_pauses() -> None:
+    write = Recorded()
+    usage = recorder(write, idle=0.5, max_delay=60.0)
+    try:
+        end = time.monotonic() + 0.4
+        while time.monotonic() < end:
+            usage.note_activity()
+            note(usage, "a", "b")
+            time.sleep(0.01)
+        assert write.calls == []  # busy: nothing written yet
+        deadline = time.monotonic() + 10
+        while not write.calls and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(write.calls) == 1
+        assert set(write.calls[0]) == {"a", "b"} and write.calls[0]["a"]["access_count"] > 1
+    finally:
+        usage.close()
+
+
+def test_a_write_deferred_too_long_happens_mid_stream() -> None:
+    write = Recorded()
+    usage = recorder(write, idle=60.0, max_delay=0.2)
+    stop = threading.Event()
+
+    def busy() -> None:
+        while not stop.is_set():
+            note(usage, "a")
+            time.sleep(0.01)
+
+    worker = threading.Thread(target=busy)
+    worker.start()
+    try:
+        deadline = time.monotonic() + 10
+        while not write.calls and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert write.calls, "max_delay forces a write although recall never went idle"
+    finally:
+        stop.set()
+        worker.join()
+        usage.close()
+
+
+def test_uses_whose_write_failed_are_written_by_the_next_flush() -> None:
+    write = Recorded(fail=1)
+    usage = recorder(write, idle=60.0, max_delay=60.0)
+    note(usage, "a")
+    with pytest.raises(ConnectionError):
+        usage.flush()
+    note(usage, "a")
+    assert usage.flush() == 1
+    assert write.calls == [{"a": {"access_count": 2}}]  # both uses, none lost
+    usage.close()
