@@ -6,13 +6,13 @@ import asyncio
 import dataclasses
 import os
 import time
-from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from memento_core import consolidation, lifecycle, plugins
+from memento_core import consolidation, lifecycle, plugins, retrieval, writing
 from memento_core.chat import ChatMemory, FromSession, WindowPolicy, erase_user_messages
 from memento_core.chat import history as chat_history
 from memento_core.chat import summarize_thread as archive_thread
@@ -23,14 +23,12 @@ from memento_core.drafts import (
     MemoryDraft,
     check_id,
     is_live,
-    keyword_visibility,
-    replacement,
     used_fields,
     validate_draft,
 )
-from memento_core.embedding import CachingEmbedder, Embedder, SentenceTransformerEmbedder, text_hash
+from memento_core.embedding import CachingEmbedder, Embedder, SentenceTransformerEmbedder
 from memento_core.errors import InvalidInput, MemoryNotFound
-from memento_core.filters import RecallFilter, is_visible, live_clause, visibility_clause
+from memento_core.filters import RecallFilter, live_clause, visibility_clause
 from memento_core.hotwords import HotwordSet
 from memento_core.injection import Injection, memory_injection
 from memento_core.keyword import KeywordIndex, Visibility, matched_terms
@@ -61,7 +59,7 @@ from memento_core.policies import (
     RetentionPolicy,
     ReviewPolicy,
 )
-from memento_core.ranking import Candidate, RankingWeights, Recalled, rank
+from memento_core.ranking import RankingWeights, Recalled, rank
 from memento_core.storage import (
     PLACEHOLDER_VECTOR,
     ChromaStore,
@@ -69,7 +67,6 @@ from memento_core.storage import (
     event_from_record,
     event_metadata,
     item_from_record,
-    item_metadata,
     link_from_record,
     link_id,
     link_metadata,
@@ -83,13 +80,6 @@ from memento_core.usage import UsageRecorder
 DEFAULT_PATH = Path(".memento")
 """Where ``Memento.open()`` keeps an embedded store when no path is given (or ``$MEMENTO_PATH``)."""
 MAX_RECALL_LIMIT = 1_000
-CONTIGUITY_WINDOW = timedelta(hours=1)
-"""Two memories stored one after the other in a scope are neighbours in its timeline when
-their ``created_at`` are at most this far apart (turns of one conversation, say)."""
-WRITE_WINDOW = 1_024
-"""Drafts that ``remember_many`` checks and embeds as one group (see ``_store_items``)."""
-TIMELINE_SCOPES = 10_000
-"""Scopes whose last memory this process remembers, to link the next one to it."""
 
 
 @dataclass(frozen=True)
@@ -255,123 +245,12 @@ class Memento:
         drafts = list(drafts)
         items = [validate_draft(d, now, self.retention, self.review_policy) for d in drafts]
         replacing = {d.id for d in drafts if d.id is not None}
-        for start in range(0, len(items), WRITE_WINDOW):
-            window = items[start : start + WRITE_WINDOW]
-            self._write(window, replacing, now, batch_size=batch_size, on_progress=on_progress)
+        for start in range(0, len(items), writing.WINDOW):
+            window = items[start : start + writing.WINDOW]
+            writing.write(
+                self, window, replacing, now, batch_size=batch_size, on_progress=on_progress
+            )
         return [item.id for item in items]
-
-    def _write(
-        self,
-        items: Sequence[MemoryItem],
-        replacing: set[str],
-        now: datetime,
-        *,
-        batch_size: int,
-        on_progress: Callable[[int], None] | None,
-    ) -> None:
-        """Add new memories, replace those stored under a caller-chosen id, and leave
-        content-addressed duplicates as they are (restoring soft-deleted ones)."""
-        unique = list({item.id: item for item in items}.values())
-        with self._store.lock:
-            found = self._store.items.get(
-                ids=[i.id for i in unique], include=["metadatas", "documents"]
-            )
-            existing = {
-                i: item_from_record(i, d or "", m)
-                for i, m, d in zip(found["ids"], found["metadatas"], found["documents"])
-            }
-            restore = [i for i, old in existing.items() if old.deleted_at and i not in replacing]
-            if restore:
-                self._store.items.update(ids=restore, metadatas=[{"deleted_at": 0}] * len(restore))
-            writes = [
-                replacement(item, existing[item.id], now) if item.id in existing else item
-                for item in unique
-                if item.id not in existing or item.id in replacing
-            ]
-            if on_progress and len(items) > len(writes):
-                on_progress(len(items) - len(writes))  # nothing to write for these
-            if not writes:
-                return
-            writes = self._link_timeline(writes, new={i.id for i in unique} - existing.keys())
-            self._store_items(writes, existing.keys(), batch_size, on_progress)
-        if any(item.hotwords for item in writes) or replacing:
-            self._hotwords_changed()
-        plugins.notify_remember(self, writes)
-
-    def _store_items(
-        self,
-        items: Sequence[MemoryItem],
-        existing: Container[str],
-        batch_size: int,
-        on_progress: Callable[[int], None] | None,
-    ) -> None:
-        """Embed ``items`` and write them with their vectors; the caller holds the store lock.
-
-        The encoder pads each of its batches to the longest text in it, so texts go to it
-        longest first: its batches then hold texts of like length (on chat turns, a tenth
-        less encoding than batches taken in the order given).
-        """
-        ordered = sorted(items, key=lambda item: len(item.content), reverse=True)
-        for start in range(0, len(ordered), batch_size):
-            batch = ordered[start : start + batch_size]
-            hashes = [text_hash(item.content) for item in batch]
-            self._prime_embeddings(hashes)
-            vectors = self.embedder.embed_documents([item.content for item in batch])
-            # New memories are added, not upserted: Chroma keeps the first record of an id, so
-            # when another process stored the same content since the caller's check, its
-            # record (and any pin, feedback or use since) stays. Replacements overwrite.
-            for write, chosen in (
-                (self._store.items.add, [n for n, i in enumerate(batch) if i.id not in existing]),
-                (self._store.items.upsert, [n for n, i in enumerate(batch) if i.id in existing]),
-            ):
-                if chosen:
-                    write(
-                        ids=[batch[n].id for n in chosen],
-                        embeddings=[vectors[n] for n in chosen],
-                        documents=[batch[n].content for n in chosen],
-                        metadatas=[item_metadata(batch[n], hashes[n]) for n in chosen],
-                    )
-            for item in batch:
-                if item.id in self._keywords:
-                    self._keywords.remove(item.id)
-                    self._keyword_count -= 1
-            self._keywords.add_many(
-                (i.id, i.content, keyword_visibility(i), v) for i, v in zip(batch, vectors)
-            )
-            self._keyword_count += len(batch)
-            if on_progress:
-                on_progress(len(batch))
-
-    def _link_timeline(self, items: list[MemoryItem], *, new: set[str]) -> list[MemoryItem]:
-        """Each new memory ``follows`` the last one this process stored in its scope, when the
-        two are about the same moment (``CONTIGUITY_WINDOW``). Recall uses the link: a memory
-        whose neighbour is also relevant ranks higher (see ``ranking``)."""
-        linked = []
-        for item in items:
-            if item.id in new:
-                last = self._timeline.pop(item.scope, None)
-                if (
-                    last
-                    and last[0] != item.id
-                    and abs(item.created_at - last[1]) <= CONTIGUITY_WINDOW
-                ):
-                    item = dataclasses.replace(item, follows=last[0])
-                self._timeline[item.scope] = (item.id, item.created_at)
-                if len(self._timeline) > TIMELINE_SCOPES:
-                    del self._timeline[next(iter(self._timeline))]  # the least recently written
-            linked.append(item)
-        return linked
-
-    def _prime_embeddings(self, hashes: Sequence[str]) -> None:
-        """Reuse vectors of identical text already in the store (say, in another scope)."""
-        unknown = [h for h in set(hashes) if self.embedder.cached(h) is None]
-        if not unknown or not self._keyword_count:
-            return
-        found = self._store.items.get(
-            where={"text_hash": {"$in": unknown}}, include=["metadatas", "embeddings"]
-        )
-        for meta, vector in zip(found["metadatas"], found["embeddings"]):
-            self.embedder.prime(meta["text_hash"], vector)
 
     # ----------------------------------------------------------------- reading
 
@@ -446,65 +325,11 @@ class Memento:
         depth = max(self.candidates, limit * 3)
         query_vector = self.embedder.embed_query(query)
 
-        import numpy as np
-
-        self._sync_keywords()
-        visible_to = {"viewer_user": viewer.user_id, "viewer_project": viewer.project_id}
-        keyword_hits = self._keywords.search(query, limit=depth, **visible_to)
-        keyword_scores = dict(keyword_hits)
-        # The nearest memories the viewer may see, read from the store by id; visibility and
-        # the filter are decided on the records read (``is_visible``, ``admits``). A ``where``
-        # on this read would cost 50 ms at 100k memories: Chroma evaluates it over the whole
-        # collection. More are read while the filter leaves fewer than ``depth``.
-        admitted: dict[str, MemoryItem] = {}
-        rejected: set[str] = set()
-
-        def read(ids: Sequence[str]) -> None:
-            wanted = [i for i in dict.fromkeys(ids) if i not in admitted and i not in rejected]
-            if not wanted:
-                return
-            found = self._store.items.get(ids=wanted, include=["metadatas", "documents"])
-            for memory_id, meta, document in zip(
-                found["ids"], found["metadatas"], found["documents"]
-            ):
-                item = item_from_record(memory_id, document or "", meta)
-                if is_visible(item, viewer) and recall_filter.admits(item, moment):
-                    admitted[memory_id] = item
-            rejected.update(i for i in wanted if i not in admitted)
-
-        fetch = depth
-        nearest = self._keywords.nearest(query_vector, limit=fetch, **visible_to)
-        read([i for i, _ in nearest] + [i for i, _ in keyword_hits])  # one store read
-        while True:
-            dense = [(i, s) for i, s in nearest if i in admitted][:depth]
-            if len(dense) >= depth or len(nearest) < fetch:
-                break
-            fetch *= 4
-            nearest = self._keywords.nearest(query_vector, limit=fetch, **visible_to)
-            read([i for i, _ in nearest])
-        similarity = dict(dense)
-        query_unit = np.asarray(query_vector, dtype=np.float32).ravel()
-        query_unit = query_unit / (float(np.linalg.norm(query_unit)) or 1.0)
-        candidates: dict[str, Candidate] = {}
-        for memory_id in [*similarity, *keyword_scores]:
-            if memory_id in admitted and memory_id not in candidates:
-                vector = self._keywords.vector(memory_id)
-                cosine = similarity.get(memory_id)
-                if cosine is None:  # a keyword hit beyond the nearest ones
-                    cosine = float(vector @ query_unit)
-                item = self._usage.with_pending(admitted[memory_id])
-                candidates[memory_id] = Candidate(item, cosine, 0.0, vector)
-        for memory_id, candidate in candidates.items():
-            candidate.keyword = keyword_scores.get(memory_id, 0.0)
-        if len(keyword_hits) == depth:
-            # Vector candidates below the keyword cut-off still deserve their keyword score.
-            for memory_id, score in self._keywords.scores_for(
-                query, [i for i in candidates if i not in keyword_scores]
-            ).items():
-                candidates[memory_id].keyword = score
-
+        candidates, stored = retrieval.candidates(
+            self, query, query_vector, viewer, recall_filter, moment, depth
+        )
         results = rank(
-            list(candidates.values()),
+            candidates,
             limit=limit,
             now=moment,
             weights=chosen,
@@ -521,7 +346,7 @@ class Memento:
             for r in results
         ]
         if self.track_usage and results:
-            self._usage.record([admitted[r.item.id] for r in results], moment)
+            self._usage.record([stored[r.item.id] for r in results], moment)
         plugins.notify_recall(self, query, viewer, results)
         return results
 

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from memento_core import writing
 from memento_core.errors import InvalidImport, InvalidInput, MementoError
 from memento_core.model import (
     FeedbackEvent,
@@ -372,7 +373,7 @@ def restore_records(
         )
         fresh = [i for i in items if i.id not in known]
         if fresh:
-            mem._store_items(fresh, (), 256, on_progress)
+            writing.store_items(mem, fresh, (), 256, on_progress)
         for link in links:
             mem._store.links.upsert(
                 ids=[link_id(link)],
