@@ -91,16 +91,16 @@ def store_items(
         # New memories are added, not upserted: Chroma keeps the first record of an id, so
         # when another process stored the same content since the caller's check, its
         # record (and any pin, feedback or use since) stays. Replacements overwrite.
-        for write, chosen in (
-            (mem._store.items.add, [n for n, i in enumerate(batch) if i.id not in existing]),
-            (mem._store.items.upsert, [n for n, i in enumerate(batch) if i.id in existing]),
-        ):
+        for write, replacing in ((mem._store.items.add, False), (mem._store.items.upsert, True)):
+            chosen = [n for n, item in enumerate(batch) if (item.id in existing) == replacing]
             if chosen:
                 write(
                     ids=[batch[n].id for n in chosen],
                     embeddings=[vectors[n] for n in chosen],
                     documents=[batch[n].content for n in chosen],
-                    metadatas=[item_metadata(batch[n], hashes[n]) for n in chosen],
+                    metadatas=[
+                        item_metadata(batch[n], hashes[n], replacing=replacing) for n in chosen
+                    ],
                 )
         for item in batch:
             if item.id in mem._keywords:
