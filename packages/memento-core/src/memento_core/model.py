@@ -7,6 +7,7 @@ import enum
 import hashlib
 import json
 import math
+import re
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -21,6 +22,8 @@ MAX_CONTENT_CHARS = 32_000
 MAX_SCOPE_CHARS = 256
 MAX_TAG_CHARS = 128
 MAX_TAGS = 64
+_CONTROL_OR_SURROGATE = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+"""Unicode categories Cc and Cs, spelled out: scope values are checked on every read."""
 
 
 class MemoryType(str, enum.Enum):
@@ -105,7 +108,7 @@ def check_scope_value(value: object, what: str) -> str | None:
         raise InvalidScope(f"{what} is empty; leave it out instead")
     if len(value) > MAX_SCOPE_CHARS:
         raise InvalidScope(f"{what} is longer than {MAX_SCOPE_CHARS} characters")
-    if any(unicodedata.category(ch) in ("Cc", "Cs") for ch in value):
+    if _CONTROL_OR_SURROGATE.search(value):
         raise InvalidScope(f"{what} holds a control character or lone surrogate: {value!r}")
     return value
 
