@@ -9,6 +9,7 @@ Unicode whitespace, lone surrogates), so the two hand the state back and forth m
 from __future__ import annotations
 
 import gc
+import inspect
 import os
 import subprocess
 import sys
@@ -21,9 +22,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memento_core import detector as detector_module
-from memento_core.detector import HotwordDetector, detect_stream
+from memento_core.detector import Conversation, HotwordDetector, detect_stream
+from memento_core.errors import InvalidInput
 from memento_core.events import HotwordEvent
 from memento_core.hotwords import HotwordEntry, HotwordSet
+from memento_core.normalisation import StreamNormaliser
 
 COMPILED = detector_module._COMPILED_AUTOMATON
 needs_extension = pytest.mark.skipif(
@@ -166,6 +169,71 @@ def test_huge_chunks_and_long_runs_of_marks_match_the_pure_path() -> None:
     pure = build(hotword_set, compiled=False)
     compiled = build(hotword_set, compiled=True)
     assert per_call(compiled, texts) == per_call(pure, texts)
+
+
+@needs_extension
+def test_many_uids_completing_in_one_chunk_match_the_pure_path() -> None:
+    """More uids than the compiled feed settles in C fire in one chunk, in order, some of them
+    at the same character, with earlier and later variants of one uid."""
+    hotword_set = HotwordSet.from_json(
+        [{"uid": f"u{i:02d}", "v": [f"w{i}x", f"{i}x"]} for i in range(12)]
+        + [{"uid": "zz", "v": ["1x", "x"]}]
+    )
+    text = " ".join(f"w{i}x" for i in reversed(range(12))) + " 1x"
+    texts = [[text], [text[:7], text[7:]], [*text]]
+    for word_boundary in (False, True):
+        pure = build(hotword_set, compiled=False, word_boundary=word_boundary)
+        compiled = build(hotword_set, compiled=True, word_boundary=word_boundary)
+        assert per_call(compiled, texts) == per_call(pure, texts)
+
+
+@needs_extension
+def test_the_scanner_knows_the_provisional_tail_as_the_normaliser_does() -> None:
+    """After a chunk the scanner took, it says where the provisional tail starts without asking
+    the Python normaliser: for every ASCII character and Hangul syllable that ends a chunk."""
+    assert COMPILED is not None
+    automaton = COMPILED(["zz"])
+    for code in [*range(0x80), *range(0xAC00, 0xD7A4)]:
+        scanner = automaton.scanner(8, 64)
+        assert scanner.feed("x" + chr(code)) is None
+        _, _, provisional = StreamNormaliser().push("x" + chr(code))
+        assert scanner.stable_end == scanner.end - len(provisional.encode())
+        scanner.take_chunk()
+        assert scanner.stable_end is None
+
+
+def test_feed_behaves_as_a_python_method_on_both_paths() -> None:
+    hotword_set = HotwordSet.from_json([{"uid": "jm", "v": ["Jo Malone"]}])
+    paths = (False, True) if COMPILED is not None else (False,)
+    for compiled in paths:
+        conversation = build(hotword_set, compiled=compiled).conversation("c")
+        first, second = conversation.feed("hello"), conversation.feed("hello")
+        assert first == second == [] and first is not second  # a new list every time
+        assert conversation.feed(text_chunk="jo Malone ")[0].hotword_uid == "jm"
+        assert Conversation.feed(conversation, "x") == []
+        with pytest.raises(InvalidInput, match="chunk text must be a string, got bytes"):
+            conversation.feed(b"jo")
+        with pytest.raises(TypeError):
+            conversation.feed()
+        with pytest.raises(TypeError):
+            conversation.feed("a", "b")
+    assert list(inspect.signature(Conversation.feed).parameters) == ["self", "text_chunk"]
+
+
+def test_a_conversation_is_freed_without_the_garbage_collector() -> None:
+    hotword_set = HotwordSet.from_json([{"uid": "jm", "v": ["Jo Malone"]}])
+    paths = (False, True) if COMPILED is not None else (False,)
+    detectors = [build(hotword_set, compiled=compiled) for compiled in paths]
+    gc.collect()
+    gc.disable()
+    try:
+        for detector in detectors:
+            conversation = detector.conversation("c")
+            conversation.feed("Jo Malone, ")
+            del conversation
+        assert gc.collect() == 0  # no reference cycle was left for it
+    finally:
+        gc.enable()
 
 
 @needs_extension

@@ -1,6 +1,6 @@
 /* memento_core._hotfeed: the compiled fast path of memento_core.detector.
  *
- * Two types:
+ * Three types:
  *
  * - Automaton: an Aho-Corasick automaton over bytes, built from the detector's keys (the UTF-8
  *   bytes of the normalised variants, passed as Latin-1 strings). Read-only once built, shared
@@ -11,10 +11,15 @@
  *   pyahocorasick search do in the pure-Python path; for any other chunk it declines (returns
  *   False, changing nothing) and detector.py takes its pure-Python path for that chunk, then
  *   hands the normalised bytes to Scanner.step.
+ * - ConversationBase: the base class of detector.Conversation, for its feed method: one C call
+ *   per chunk, as a Python call costs as much as scanning a chunk. While no earlier match waits
+ *   for a decision, a chunk the scanner takes without a match for a uid yet to fire never leaves
+ *   C, and one whose matches are final at once (no word boundary to check, none in the
+ *   provisional tail) is settled here, leaving Python only the events to make.
  *
- * Everything else (candidates, boundaries, settling, events) stays in Python: it runs only when
- * something matched. detector.py is the reference; tests/core/test_hotfeed.py checks that both
- * paths give the same detections.
+ * Everything else (candidates, boundaries, settling in general, events) stays in Python: it runs
+ * only when something matched. detector.py is the reference; tests/core/test_hotfeed.py checks
+ * that both paths give the same detections.
  *
  * Layout of the automaton. Nodes are numbered breadth-first with each node's children in byte
  * order, so the children of node u are the consecutive nodes [first[u], first[u + 1]) and a
@@ -56,8 +61,18 @@ typedef struct {
     Py_ssize_t cap;
     uint8_t *buf;
     int ends_in_space;   /* whether the normalised text so far ends in a (collapsed) space */
+    int waiting;         /* set by Python while matches wait for a decision */
+    Py_ssize_t serial;   /* chunks taken by feed or step: the serial of the last one */
     PyObject *last_chunk; /* the last chunk feed took, not yet handed over by take_chunk */
 } ScannerObject;
+
+typedef struct {
+    PyObject_HEAD
+    ScannerObject *scanner; /* NULL on the pure-Python path; strong references, all three */
+    PyObject *targets;      /* detector._targets: per key, (length, check start, check end,
+                               then an entry index and a variant index per uid) */
+    PyObject *fired;        /* the conversation's set of fired entry indices */
+} ConversationBaseObject;
 
 static PyTypeObject AutomatonType;
 static PyTypeObject ScannerType;
@@ -396,6 +411,8 @@ Automaton_scanner(AutomatonObject *self, PyObject *args)
     scanner->start = 0;
     scanner->len = 0;
     scanner->ends_in_space = 0;
+    scanner->waiting = 0;
+    scanner->serial = 0;
     scanner->last_chunk = NULL;
     return (PyObject *)scanner;
 }
@@ -504,23 +521,32 @@ matches_or_none(PyObject *found, int status)
     Py_RETURN_NONE;
 }
 
-/* Whitespace as str.isspace() (and re's \s) sees it in ASCII, and ASCII lower-casing. */
+/* Whitespace as str.isspace() (and re's \s) sees it in ASCII. */
 static const uint8_t is_space[128] = {
     ['\t'] = 1, ['\n'] = 1, ['\v'] = 1, ['\f'] = 1, ['\r'] = 1,
     [0x1c] = 1, [0x1d] = 1, [0x1e] = 1, [0x1f] = 1, [' '] = 1,
 };
 
-static inline uint8_t
-lower(uint8_t c)
+/* An ASCII character normalised: lower case, and whitespace as a space. */
+static uint8_t ascii_folded[128];
+
+static void
+init_ascii_folded(void)
 {
-    return c >= 'A' && c <= 'Z' ? (uint8_t)(c + ('a' - 'A')) : c;
+    for (int c = 0; c < 128; c++)
+        ascii_folded[c] = is_space[c] ? ' ' : c >= 'A' && c <= 'Z' ? (uint8_t)(c + 32) : (uint8_t)c;
 }
+
+/* The ASCII characters that a following character can still change (a combining mark composes
+ * with them), so StreamNormaliser holds them back as provisional at the end of a chunk. */
+static const char held_ascii[] = "<=>ABCDEFGHIJKLMNOPRSTUVWXYZabcdefghijklmnoprstuvwxyz";
 
 /* feed(chunk): the fast path of Conversation.feed. For a str whose characters are all ASCII or
  * Hangul syllables (U+AC00..U+D7A3), which NFC and case folding leave alone but for ASCII
  * upper case, and which never join with a neighbour: lower-case, collapse whitespace runs
- * (across chunks too), append the UTF-8 bytes, and step the automaton. Returns None if nothing
- * matched, else [(end, key index), ...]. For anything else returns False and changes nothing. */
+ * (across chunks too), append the UTF-8 bytes, step the automaton and count the chunk. Returns
+ * None if nothing matched, else [(end, key index), ...]. For anything else returns False and
+ * changes nothing. */
 static PyObject *
 Scanner_feed(ScannerObject *self, PyObject *chunk)
 {
@@ -533,57 +559,47 @@ Scanner_feed(ScannerObject *self, PyObject *chunk)
     Py_ssize_t n = PyUnicode_GET_LENGTH(chunk);
     int kind = PyUnicode_KIND(chunk);
     int ascii = PyUnicode_IS_ASCII(chunk);
-    if (n == 0)
-        Py_RETURN_NONE; /* like StreamNormaliser.extend(""): no change at all */
+    if (n == 0) {
+        self->serial++; /* a chunk, though like StreamNormaliser.extend("") it changes no text */
+        Py_RETURN_NONE;
+    }
     if (!ascii && kind != PyUnicode_2BYTE_KIND)
         Py_RETURN_FALSE;
     if (n > PY_SSIZE_T_MAX / 4 || reserve(self, ascii ? n : 3 * n) < 0)
         return NULL;
 
     /* Normalise into the free space after the text; committed only once the whole chunk has
-     * been taken, so declining half-way leaves no trace. */
+     * been taken, so declining leaves no trace. The loops have no branch on the characters:
+     * in mixed text those are mispredicted often enough to cost more than the work. A space
+     * after a space is written but not kept, and in a chunk with Hangul every character
+     * writes three bytes but an ASCII one keeps only the first (reserve made room for that). */
     uint8_t *out = self->buf + self->len;
     int space = self->ends_in_space;
     if (ascii) {
         const Py_UCS1 *in = PyUnicode_1BYTE_DATA(chunk);
         for (Py_ssize_t i = 0; i < n; i++) {
-            uint8_t c = in[i];
-            if (is_space[c]) {
-                if (!space)
-                    *out++ = ' ';
-                space = 1;
-            }
-            else {
-                *out++ = lower(c);
-                space = 0;
-            }
+            int is = is_space[in[i]];
+            *out = ascii_folded[in[i]];
+            out += !(is & space);
+            space = is;
         }
     }
     else {
         const Py_UCS2 *in = PyUnicode_2BYTE_DATA(chunk);
+        int other = 0; /* neither ASCII nor a Hangul syllable: decline the chunk */
         for (Py_ssize_t i = 0; i < n; i++) {
             Py_UCS2 c = in[i];
-            if (c < 0x80) {
-                if (is_space[c]) {
-                    if (!space)
-                        *out++ = ' ';
-                    space = 1;
-                }
-                else {
-                    *out++ = lower((uint8_t)c);
-                    space = 0;
-                }
-            }
-            else if (c >= 0xAC00 && c <= 0xD7A3) {
-                *out++ = (uint8_t)(0xE0 | (c >> 12));
-                *out++ = (uint8_t)(0x80 | ((c >> 6) & 0x3F));
-                *out++ = (uint8_t)(0x80 | (c & 0x3F));
-                space = 0;
-            }
-            else {
-                Py_RETURN_FALSE;
-            }
+            int hangul = c >= 0xAC00;
+            other |= c >= 0x80 && (c < 0xAC00 || c > 0xD7A3);
+            int is = (!hangul) & is_space[c & 0x7F];
+            out[0] = hangul ? (uint8_t)(0xE0 | (c >> 12)) : ascii_folded[c & 0x7F];
+            out[1] = (uint8_t)(0x80 | ((c >> 6) & 0x3F));
+            out[2] = (uint8_t)(0x80 | (c & 0x3F));
+            out += hangul ? 3 : !(is & space);
+            space = is;
         }
+        if (other)
+            Py_RETURN_FALSE;
     }
 
     Py_ssize_t added = out - (self->buf + self->len);
@@ -592,14 +608,16 @@ Scanner_feed(ScannerObject *self, PyObject *chunk)
                      self->start + self->len, &found);
     self->len += added;
     self->ends_in_space = space;
+    self->serial++;
     Py_INCREF(chunk);
     Py_XSETREF(self->last_chunk, chunk);
     return matches_or_none(found, status);
 }
 
-/* step(encoded, ends_in_space): add normalised text the Python path produced (UTF-8 bytes as
- * Latin-1 characters) and step the automaton; the Python normaliser now holds the state, so
- * the chunk feed last took is forgotten. Returns None or [(end, key index), ...]. */
+/* step(encoded, ends_in_space): add normalised text the Python path produced for a chunk (UTF-8
+ * bytes as Latin-1 characters), step the automaton and count the chunk; the Python normaliser
+ * now holds the state, so the chunk feed last took is forgotten. Returns None or
+ * [(end, key index), ...]. */
 static PyObject *
 Scanner_step(ScannerObject *self, PyObject *args)
 {
@@ -617,6 +635,7 @@ Scanner_step(ScannerObject *self, PyObject *args)
                      self->start + self->len, &found);
     self->len += n;
     self->ends_in_space = ends_in_space;
+    self->serial++;
     Py_CLEAR(self->last_chunk);
     return matches_or_none(found, status);
 }
@@ -665,7 +684,7 @@ Scanner_rewind(ScannerObject *self, PyObject *arg)
     Py_RETURN_NONE;
 }
 
-/* reset(): the start of a new text. */
+/* reset(): the start of a new text (chunks are still counted from the first text on). */
 static PyObject *
 Scanner_reset(ScannerObject *self, PyObject *Py_UNUSED(ignored))
 {
@@ -687,6 +706,59 @@ static PyObject *
 Scanner_get_ends_in_space(ScannerObject *self, void *Py_UNUSED(closure))
 {
     return PyBool_FromLong(self->ends_in_space);
+}
+
+/* Where the provisional tail of the text starts, if the scanner took the last chunk (so it, not
+ * the Python normaliser, knows that tail): the chunk's last character if what follows can still
+ * change it (an ASCII letter, or a Hangul syllable that a final consonant can join), else
+ * nothing. -1 when the normaliser has the tail (take_chunk, step). */
+static Py_ssize_t
+stable_end(ScannerObject *self)
+{
+    PyObject *chunk = self->last_chunk;
+    if (!chunk)
+        return -1;
+    Py_ssize_t n = PyUnicode_GET_LENGTH(chunk), held = 0;
+    Py_UCS4 last = n ? PyUnicode_READ_CHAR(chunk, n - 1) : 0; /* feed keeps no empty chunk */
+    if (last >= 0xAC00 && last <= 0xD7A3)
+        held = (last - 0xAC00) % 28 == 0 ? 3 : 0;
+    else if (last && last < 0x80 && strchr(held_ascii, (int)last))
+        held = 1;
+    return self->start + self->len - held;
+}
+
+static PyObject *
+Scanner_get_stable_end(ScannerObject *self, void *Py_UNUSED(closure))
+{
+    Py_ssize_t end = stable_end(self);
+    if (end < 0)
+        Py_RETURN_NONE;
+    return PyLong_FromSsize_t(end);
+}
+
+static PyObject *
+Scanner_get_serial(ScannerObject *self, void *Py_UNUSED(closure))
+{
+    return PyLong_FromSsize_t(self->serial);
+}
+
+static PyObject *
+Scanner_get_waiting(ScannerObject *self, void *Py_UNUSED(closure))
+{
+    return PyBool_FromLong(self->waiting);
+}
+
+static int
+Scanner_set_waiting(ScannerObject *self, PyObject *value, void *Py_UNUSED(closure))
+{
+    int waiting = value ? PyObject_IsTrue(value) : -1;
+    if (waiting < 0) {
+        if (!value)
+            PyErr_SetString(PyExc_AttributeError, "cannot delete waiting");
+        return -1;
+    }
+    self->waiting = waiting;
+    return 0;
 }
 
 static PyObject *
@@ -722,6 +794,13 @@ static PyGetSetDef Scanner_getset[] = {
     {"end", (getter)Scanner_get_end, NULL, "Offset of the end of the text.", NULL},
     {"ends_in_space", (getter)Scanner_get_ends_in_space, NULL,
      "Whether the text so far ends in a space.", NULL},
+    {"stable_end", (getter)Scanner_get_stable_end, NULL,
+     "Where the provisional tail starts, or None if the Python normaliser knows it.", NULL},
+    {"serial", (getter)Scanner_get_serial, NULL,
+     "Chunks taken by feed or step: the serial of the last one.", NULL},
+    {"waiting", (getter)Scanner_get_waiting, (setter)Scanner_set_waiting,
+     "Set while matches wait for a decision: ConversationBase.feed then hands every chunk over.",
+     NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
@@ -735,6 +814,213 @@ static PyTypeObject ScannerType = {
     .tp_getset = Scanner_getset,
 };
 
+/* --- the conversation base ---------------------------------------------------------------- */
+
+/* The names of the methods of Conversation that feed calls, interned. */
+static PyObject *str_feed, *str_feed_compiled, *str_fire;
+
+/* At most this many uids firing in one chunk are settled here; more go to Python. */
+#define MAX_FIRES 8
+
+typedef struct {
+    Py_ssize_t end; /* where the uid's first match in the chunk ends */
+    long entry, variant;
+} Fire;
+
+/* Settle the matches of a chunk the scanner took, while nothing waits, if that is simple: every
+ * match for a uid yet to fire has no boundary to check and ends before the provisional tail, so
+ * those uids all fire now. Returns 0 if no match is for a uid yet to fire, 1 with *fires set to
+ * [(entry index, variant index), ...] in the order they fire, or -1 (with no exception set) if
+ * Python must settle the chunk. The rules are Conversation._settle's and _release's: a uid fires
+ * with its earliest-listed variant among the matches, in the order its first match ended, then
+ * by entry index. */
+static int
+settle(ConversationBaseObject *self, PyObject *found, PyObject **fires_out)
+{
+    Fire fires[MAX_FIRES];
+    int n_fires = 0;
+    Py_ssize_t stable = stable_end(self->scanner);
+    PyObject *targets = self->targets;
+    if (stable < 0)
+        return -1;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(found); i++) {
+        PyObject *match = PyList_GET_ITEM(found, i);
+        Py_ssize_t end = PyLong_AsSsize_t(PyTuple_GET_ITEM(match, 0));
+        Py_ssize_t key = PyLong_AsSsize_t(PyTuple_GET_ITEM(match, 1));
+        if (key < 0 || key >= PyList_GET_SIZE(targets) ||
+            !PyTuple_Check(PyList_GET_ITEM(targets, key)))
+            goto python;
+        PyObject *target = PyList_GET_ITEM(targets, key);
+        Py_ssize_t size = PyTuple_GET_SIZE(target);
+        for (Py_ssize_t j = 3; j + 1 < size; j += 2) {
+            int fired = PySet_Contains(self->fired, PyTuple_GET_ITEM(target, j));
+            if (fired < 0)
+                goto python;
+            if (fired)
+                continue;
+            if (PyTuple_GET_ITEM(target, 1) != Py_False || PyTuple_GET_ITEM(target, 2) != Py_False ||
+                end >= stable)
+                goto python; /* a boundary to check, or a match the next chunk may undo */
+            long entry = PyLong_AsLong(PyTuple_GET_ITEM(target, j));
+            long variant = PyLong_AsLong(PyTuple_GET_ITEM(target, j + 1));
+            if ((entry == -1 || variant == -1) && PyErr_Occurred())
+                goto python;
+            int f = 0;
+            while (f < n_fires && fires[f].entry != entry)
+                f++;
+            if (f == n_fires) {
+                if (n_fires == MAX_FIRES)
+                    goto python;
+                fires[n_fires++] = (Fire){end, entry, variant};
+            }
+            else {
+                fires[f].end = end < fires[f].end ? end : fires[f].end;
+                fires[f].variant = variant < fires[f].variant ? variant : fires[f].variant;
+            }
+        }
+    }
+    if (n_fires == 0)
+        return 0;
+    for (int f = 1; f < n_fires; f++) { /* insertion sort by (end, entry): a handful at most */
+        Fire fire = fires[f];
+        int g = f;
+        for (; g > 0 && (fires[g - 1].end > fire.end ||
+                         (fires[g - 1].end == fire.end && fires[g - 1].entry > fire.entry));
+             g--)
+            fires[g] = fires[g - 1];
+        fires[g] = fire;
+    }
+    PyObject *list = PyList_New(n_fires);
+    if (!list)
+        goto python;
+    for (int f = 0; f < n_fires; f++) {
+        PyObject *pair = Py_BuildValue("(ll)", fires[f].entry, fires[f].variant);
+        if (!pair) {
+            Py_DECREF(list);
+            goto python;
+        }
+        PyList_SET_ITEM(list, f, pair);
+    }
+    *fires_out = list;
+    return 1;
+python:
+    PyErr_Clear(); /* Python settles it, and raises there if something is wrong */
+    return -1;
+}
+
+/* feed(text_chunk): Conversation.feed. On the compiled path: Scanner.feed, then, if nothing is
+ * waiting and the scanner took the chunk, a new empty list if no match in it is for a uid yet to
+ * fire (nearly every chunk) or self._fire(fires) if settle settles it; else
+ * self._feed_compiled(chunk, found), found being what Scanner.feed returned. On the pure-Python
+ * path, and for any call but with one positional argument (so that keywords work and mistakes
+ * raise as in Python), self._feed. */
+static PyObject *
+ConversationBase_feed(ConversationBaseObject *self, PyObject *const *args, Py_ssize_t nargs,
+                      PyObject *kwnames)
+{
+    if (nargs != 1 || kwnames) {
+        PyObject *method = PyObject_GetAttr((PyObject *)self, str_feed);
+        if (!method)
+            return NULL;
+        PyObject *result = PyObject_Vectorcall(method, args, (size_t)nargs, kwnames);
+        Py_DECREF(method);
+        return result;
+    }
+    /* self, then the arguments, after a free slot: PY_VECTORCALL_ARGUMENTS_OFFSET. */
+    PyObject *call[4] = {NULL, (PyObject *)self, args[0], NULL}, *result;
+    ScannerObject *scanner = self->scanner;
+    if (!scanner)
+        return PyObject_VectorcallMethod(str_feed, call + 1, 2 | PY_VECTORCALL_ARGUMENTS_OFFSET,
+                                         NULL);
+    PyObject *found = Scanner_feed(scanner, args[0]);
+    if (!found)
+        return NULL;
+    int settled = found == Py_False || scanner->waiting ? -1
+                  : found == Py_None                   ? 0
+                                                       : settle(self, found, &call[2]);
+    if (settled == 0)
+        result = PyList_New(0);
+    else if (settled == 1) {
+        result = PyObject_VectorcallMethod(str_fire, call + 1, 2 | PY_VECTORCALL_ARGUMENTS_OFFSET,
+                                           NULL);
+        Py_DECREF(call[2]);
+    }
+    else {
+        call[3] = found;
+        result = PyObject_VectorcallMethod(str_feed_compiled, call + 1,
+                                           3 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+    }
+    Py_DECREF(found);
+    return result;
+}
+
+/* _attach_scanner(scanner, targets, fired): take the compiled path. */
+static PyObject *
+ConversationBase_attach_scanner(ConversationBaseObject *self, PyObject *args)
+{
+    PyObject *scanner, *targets, *fired;
+    if (!PyArg_ParseTuple(args, "O!O!O!:_attach_scanner", &ScannerType, &scanner, &PyList_Type,
+                          &targets, &PySet_Type, &fired))
+        return NULL;
+    Py_INCREF(scanner);
+    Py_XSETREF(self->scanner, (ScannerObject *)scanner);
+    Py_INCREF(targets);
+    Py_XSETREF(self->targets, targets);
+    Py_INCREF(fired);
+    Py_XSETREF(self->fired, fired);
+    Py_RETURN_NONE;
+}
+
+static int
+ConversationBase_traverse(ConversationBaseObject *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->scanner);
+    Py_VISIT(self->targets);
+    Py_VISIT(self->fired);
+    return 0;
+}
+
+static int
+ConversationBase_clear(ConversationBaseObject *self)
+{
+    Py_CLEAR(self->scanner);
+    Py_CLEAR(self->targets);
+    Py_CLEAR(self->fired);
+    return 0;
+}
+
+static void
+ConversationBase_dealloc(ConversationBaseObject *self)
+{
+    PyObject_GC_UnTrack(self);
+    ConversationBase_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyMethodDef ConversationBase_methods[] = {
+    {"feed", (PyCFunction)(void (*)(void))ConversationBase_feed, METH_FASTCALL | METH_KEYWORDS,
+     "feed($self, /, text_chunk)\n--\n\n"
+     "Feed the next chunk of a streamed text; return the events decided by it (a new list).\n\n"
+     "A hotword that ends exactly at the end of this chunk may be reported by the next ``feed``\n"
+     "or by ``flush`` (see ``memento_core.detector``); ``detect_stream`` keeps such a chunk back\n"
+     "so its events still come first."},
+    {"_attach_scanner", (PyCFunction)ConversationBase_attach_scanner, METH_VARARGS,
+     "_attach_scanner(scanner, targets, fired): take the compiled path."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject ConversationBaseType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "memento_core._hotfeed.ConversationBase",
+    .tp_doc = "The base class of memento_core.detector.Conversation: its compiled feed method.",
+    .tp_basicsize = sizeof(ConversationBaseObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
+    .tp_new = PyType_GenericNew,
+    .tp_traverse = (traverseproc)ConversationBase_traverse,
+    .tp_clear = (inquiry)ConversationBase_clear,
+    .tp_dealloc = (destructor)ConversationBase_dealloc,
+    .tp_methods = ConversationBase_methods,
+};
+
 static struct PyModuleDef hotfeed_module = {
     PyModuleDef_HEAD_INIT,
     .m_name = "memento_core._hotfeed",
@@ -745,7 +1031,12 @@ static struct PyModuleDef hotfeed_module = {
 PyMODINIT_FUNC
 PyInit__hotfeed(void)
 {
-    if (PyType_Ready(&AutomatonType) < 0 || PyType_Ready(&ScannerType) < 0)
+    init_ascii_folded();
+    str_feed = PyUnicode_InternFromString("_feed");
+    str_feed_compiled = PyUnicode_InternFromString("_feed_compiled");
+    str_fire = PyUnicode_InternFromString("_fire");
+    if (!str_feed || !str_feed_compiled || !str_fire || PyType_Ready(&AutomatonType) < 0 ||
+        PyType_Ready(&ScannerType) < 0 || PyType_Ready(&ConversationBaseType) < 0)
         return NULL;
     PyObject *module = PyModule_Create(&hotfeed_module);
     if (!module)
@@ -760,6 +1051,12 @@ PyInit__hotfeed(void)
     Py_INCREF(&ScannerType);
     if (PyModule_AddObject(module, "Scanner", (PyObject *)&ScannerType) < 0) {
         Py_DECREF(&ScannerType);
+        Py_DECREF(module);
+        return NULL;
+    }
+    Py_INCREF(&ConversationBaseType);
+    if (PyModule_AddObject(module, "ConversationBase", (PyObject *)&ConversationBaseType) < 0) {
+        Py_DECREF(&ConversationBaseType);
         Py_DECREF(module);
         return NULL;
     }

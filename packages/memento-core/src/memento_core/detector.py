@@ -34,11 +34,13 @@ the first to complete does.
 Two implementations of the per-chunk work give the same detections. When the C extension
 ``memento_core._hotfeed`` is built (``pip install`` builds it when a C compiler is present), the
 detector uses its own byte automaton and a compiled fast path for chunks of ASCII and Hangul
-syllables; any other chunk takes the pure-Python normaliser, and everything after a match (the
-rules above, the events) stays in Python. Without the extension, or with the environment variable
-``MEMENTO_PURE_PYTHON=1`` set when ``memento_core.detector`` is imported, the pure-Python path
-(pyahocorasick's automaton) is used; it is the reference. ``HotwordDetector.compiled`` says which
-a detector uses.
+syllables; any other chunk takes the pure-Python normaliser. ``Conversation.feed`` is then a C
+method: a chunk that completes no hotword yet to fire runs no Python at all, and when nothing waits
+for a decision and no boundary is to be checked, C also applies the rules above, leaving only the
+events to Python; everything else after a match stays in Python. Without the extension, or with
+the environment variable ``MEMENTO_PURE_PYTHON=1`` set when ``memento_core.detector`` is imported,
+the pure-Python path (pyahocorasick's automaton) is used; it is the reference.
+``HotwordDetector.compiled`` says which a detector uses.
 """
 
 from __future__ import annotations
@@ -66,6 +68,7 @@ from memento_core.normalisation import MAX_HELD_CHARS, StreamNormaliser
 
 if TYPE_CHECKING:
     from memento_core._hotfeed import Automaton as _CompiledAutomaton
+    from memento_core._hotfeed import ConversationBase as _CompiledConversationBase
     from memento_core._hotfeed import Scanner as _Scanner
 
 __all__ = [
@@ -106,20 +109,21 @@ _MAX_PIECES = 32
 _Candidate = tuple[int, int, int, int, bool]
 
 
-def _compiled_automaton_type() -> type[_CompiledAutomaton] | None:
-    """The compiled automaton, or None: the extension is not built, or MEMENTO_PURE_PYTHON is
-    set (to anything but "" or "0")."""
+def _compiled_types() -> tuple[type[_CompiledAutomaton], type[_CompiledConversationBase]] | None:
+    """The extension's automaton and conversation base, or None: the extension is not built, or
+    MEMENTO_PURE_PYTHON is set (to anything but "" or "0")."""
     if os.environ.get("MEMENTO_PURE_PYTHON", "").strip() not in ("", "0"):
         return None
     try:
-        from memento_core._hotfeed import Automaton
+        from memento_core._hotfeed import Automaton, ConversationBase
     except ImportError:  # built without a compiler, or for another Python: the pure path
         return None
-    return Automaton
+    return Automaton, ConversationBase
 
 
-# Read once, at import; tests switch paths by setting this module attribute.
-_COMPILED_AUTOMATON = _compiled_automaton_type()
+# Read once, at import; tests switch detectors' paths by setting _COMPILED_AUTOMATON.
+_COMPILED = _compiled_types()
+_COMPILED_AUTOMATON = None if _COMPILED is None else _COMPILED[0]
 # Bytes of old text a compiled scanner keeps beyond the detector's window: room for the longest
 # provisional tail, MAX_HELD_CHARS characters that case folding may triple, 4 UTF-8 bytes each.
 _SCANNER_SLACK_BYTES = MAX_HELD_CHARS * 3 * 4
@@ -185,9 +189,10 @@ class HotwordDetector:
         # (for plugins). It runs on the streaming path, and what it raises propagates.
         self.on_event = on_event
         self._entries: tuple[HotwordEntry, ...] = tuple(hotword_set)
-        # (entry index, variant index) -> (payload message, encoded size of its ``memory_dict``
-        # event without the connection id), worked out on first use: json.dumps is slow.
-        self._payload_messages: dict[tuple[int, int], tuple[str, int]] = {}
+        # (entry index, variant index) -> what its events hold but the connection id: (primary,
+        # hotword, uid, payload message or None, encoded size of the ``memory_dict`` event without
+        # the connection id), worked out on first use: json.dumps is slow.
+        self._event_fields: dict[tuple[int, int], tuple[str, str, str, str | None, int]] = {}
         self._automaton: Any = None  # pyahocorasick's, on the pure-Python path
         self._compiled: _CompiledAutomaton | None = None  # or the extension's
         self._longest = 0
@@ -247,32 +252,36 @@ class HotwordDetector:
     ) -> list[HotwordEvent]:
         """``hotword_detected``, then ``memory_dict`` if the entry has a payload that fits
         (``connection_id_bytes`` is ``json_string_bytes(connection_id)``)."""
-        entry = self._entries[entry_index]
-        hotword = entry.variants[variant_index]
-        events: list[HotwordEvent] = [
-            HotwordDetected(connection_id, entry.primary, hotword, entry.uid)
-        ]
-        if entry.payload is not None:
-            key = (entry_index, variant_index)
-            cached = self._payload_messages.get(key)
-            if cached is None:  # encode each payload once, not once per conversation
-                message = encode_payload(entry.payload)
-                # The fields of an event encode independently, so the connection id's share of
-                # the size is added per conversation (json_string_bytes("") is 0).
-                size = memory_dict_bytes(
-                    connection_id="",
-                    msg_bytes=json_string_bytes(message),
-                    hotword=hotword,
-                    hotword_uid=entry.uid,
-                )
-                cached = self._payload_messages[key] = (message, size)
-            message, size = cached
-            if size + connection_id_bytes <= MAX_EVENT_BYTES:
-                events.append(MemoryDict(connection_id, message, hotword, entry.uid))
+        key = (entry_index, variant_index)
+        fields = self._event_fields.get(key)
+        if fields is None:  # encode each payload once, not once per conversation
+            fields = self._event_fields[key] = self._new_event_fields(entry_index, variant_index)
+        primary, hotword, uid, message, size = fields
+        events: list[HotwordEvent] = [HotwordDetected(connection_id, primary, hotword, uid)]
+        if message is not None and size + connection_id_bytes <= MAX_EVENT_BYTES:
+            events.append(MemoryDict(connection_id, message, hotword, uid))
         if self.on_event is not None:
             for event in events:
                 self.on_event(event)
         return events
+
+    def _new_event_fields(
+        self, entry_index: int, variant_index: int
+    ) -> tuple[str, str, str, str | None, int]:
+        entry = self._entries[entry_index]
+        hotword = entry.variants[variant_index]
+        if entry.payload is None:
+            return entry.primary, hotword, entry.uid, None, 0
+        message = encode_payload(entry.payload)
+        # The fields of an event encode independently, so the connection id's share of the size
+        # is added per conversation (json_string_bytes("") is 0).
+        size = memory_dict_bytes(
+            connection_id="",
+            msg_bytes=json_string_bytes(message),
+            hotword=hotword,
+            hotword_uid=entry.uid,
+        )
+        return entry.primary, hotword, entry.uid, message, size
 
     def _uid_of(self, entry_index: int) -> str:
         return self._entries[entry_index].uid
@@ -288,7 +297,36 @@ def _check_connection_id(value: object) -> str:
     return value
 
 
-class Conversation:
+class _PythonConversationBase:
+    """``Conversation``'s base without the extension, which has a compiled one."""
+
+    __slots__ = ()
+
+    def feed(self, text_chunk: str) -> list[HotwordEvent]:
+        """Feed the next chunk of a streamed text; return the events decided by it (a new list).
+
+        A hotword that ends exactly at the end of this chunk may be reported by the next ``feed``
+        or by ``flush`` (see ``memento_core.detector``); ``detect_stream`` keeps such a chunk back
+        so its events still come first.
+        """
+        return self._feed(text_chunk)
+
+    def _feed(self, text_chunk: str) -> list[HotwordEvent]:
+        raise NotImplementedError
+
+    def _attach_scanner(self, scanner: _Scanner, targets: list[_Target], fired: set[int]) -> None:
+        """Nothing to do: ``_feed`` reads ``Conversation._scanner``."""
+
+
+# ``Conversation.feed`` is compiled when the extension is: a Python call per chunk would cost as
+# much as scanning the chunk.
+if TYPE_CHECKING:
+    _ConversationBase = _CompiledConversationBase
+else:
+    _ConversationBase = _PythonConversationBase if _COMPILED is None else _COMPILED[1]
+
+
+class Conversation(_ConversationBase):
     """One conversation's detection state: about a kilobyte, whatever the set's size.
 
     Get one from ``HotwordDetector.conversation``. Not thread-safe: feed it from one task.
@@ -316,8 +354,10 @@ class Conversation:
         self.connection_id = _check_connection_id(connection_id)
         self._connection_id_bytes = json_string_bytes(self.connection_id)
         self._detector = detector
-        self._fired: set[int] = set()  # entry indices
-        self._serial = 0  # chunks fed so far; tags matches with the chunk they completed in
+        self._fired: set[int] = set()  # entry indices; the compiled feed reads this very set
+        # Chunks fed so far on the pure path (the scanner counts them on the compiled path); tags
+        # matches with the chunk they completed in.
+        self._serial = 0
         self._pending: list[_Candidate] = []
         # Decided matches by chunk serial: entry index -> (first end, earliest variant index).
         self._groups: dict[int, dict[int, tuple[int, int]]] = {}
@@ -332,6 +372,7 @@ class Conversation:
         if compiled is not None:
             window = detector._window_bytes
             self._scanner = compiled.scanner(window, window + _SCANNER_SLACK_BYTES)
+            self._attach_scanner(self._scanner, detector._targets, self._fired)
         self._pieces: list[str] = []  # text fed since, cheaper than a concatenation per chunk
         self._start_text()
 
@@ -359,20 +400,15 @@ class Conversation:
         """Whether a match at the end of the text waits for the next chunk (or ``flush``)."""
         return bool(self._pending)
 
-    def feed(self, text_chunk: str) -> list[HotwordEvent]:
-        """Feed the next chunk of a streamed text; return the events decided by it.
-
-        A hotword that ends exactly at the end of this chunk may be reported by the next ``feed``
-        or by ``flush`` (see the module docstring); ``detect_stream`` keeps such a chunk back so
-        its events still come first.
-        """
+    def _feed(self, text_chunk: str) -> list[HotwordEvent]:
+        """``feed`` in Python: the pure path, and on the compiled path what the compiled
+        ``feed`` does (which settles the simple cases itself rather than in ``_feed_compiled``)."""
         scanner = self._scanner
         if scanner is not None:
             found = scanner.feed(text_chunk)
-            if found is None:  # the compiled fast path took the chunk, and nothing matched
-                self._serial += 1
-                return self._settle(end_of_text=False) if self._pending or self._groups else []
-            return self._feed_compiled(scanner, text_chunk, found)
+            if found is None and not scanner.waiting:  # the common case, which C takes
+                return []
+            return self._feed_compiled(text_chunk, found)
         if not isinstance(text_chunk, str):
             raise InvalidInput(f"chunk text must be a string, got {type(text_chunk).__name__}")
         self._serial += 1
@@ -397,7 +433,7 @@ class Conversation:
         # reset=False given explicitly: left out, pyahocorasick raises and clears an IndexError.
         search.set(encoded, False)
         for end_index, target in search:
-            self._add_candidates(self._origin + end_index, target)
+            self._add_candidates(self._serial, self._origin + end_index, target)
         if self._pending or self._groups or len(pieces) >= _MAX_PIECES:
             released = self._settle(end_of_text=False) if self._pending or self._groups else []
             self._trim_recent()
@@ -405,18 +441,17 @@ class Conversation:
         return []
 
     def _feed_compiled(
-        self,
-        scanner: _Scanner,
-        text_chunk: str,
-        found: list[tuple[int, int]] | Literal[False],
+        self, text_chunk: str, found: list[tuple[int, int]] | Literal[False] | None
     ) -> list[HotwordEvent]:
-        """``feed`` on the compiled path, past its common case: ``found`` is the matches the
-        scanner's fast path found in the chunk, or False if it declined the chunk."""
-        matches: list[tuple[int, int]] | None
+        """``feed`` on the compiled path, past its common case: ``found`` is what
+        ``Scanner.feed`` returned for the chunk: its matches, None if it has none (but earlier
+        matches wait for a decision), or False if the scanner declined the chunk."""
+        scanner = self._scanner
+        assert scanner is not None  # called only on the compiled path
+        matches = found
         if found is False:  # the pure-Python normaliser's turn, as in the pure path
             if not isinstance(text_chunk, str):
                 raise InvalidInput(f"chunk text must be a string, got {type(text_chunk).__name__}")
-            self._serial += 1
             normaliser = self._synced_normaliser()
             delta = normaliser.extend(text_chunk)
             if delta is None:
@@ -425,14 +460,28 @@ class Conversation:
                 if replace:
                     self._drop_provisional(provisional)
             matches = scanner.step(_as_bytes_text(delta), normaliser.ends_in_space())
-        else:
-            self._serial += 1
-            matches = found
         if matches:
+            serial = scanner.serial
             targets = self._detector._targets
             for end, key_index in matches:
-                self._add_candidates(end, targets[key_index])
-        return self._settle(end_of_text=False) if self._pending or self._groups else []
+                self._add_candidates(serial, end, targets[key_index])
+        if self._pending or self._groups:
+            return self._settle(end_of_text=False)
+        scanner.waiting = False  # a rewind may have dropped the matches that waited
+        return []
+
+    def _fire(self, fires: list[tuple[int, int]]) -> list[HotwordEvent]:
+        """``feed`` on the compiled path for a chunk that the compiled ``feed`` settled: nothing
+        waited, and these (entry index, variant index) fire now, in this order."""
+        assert self._scanner is not None  # called only on the compiled path
+        released: list[HotwordEvent] = []
+        for entry_index, variant_index in fires:
+            self._fired.add(entry_index)
+            released += self._detector._events_for(
+                self.connection_id, self._connection_id_bytes, entry_index, variant_index
+            )
+        self._released_serials = [self._scanner.serial] * len(released)
+        return released
 
     def _synced_normaliser(self) -> StreamNormaliser:
         """The normaliser, told of the chunk the compiled fast path took last, if any."""
@@ -465,7 +514,13 @@ class Conversation:
         """End the current text without firing anything still undecided."""
         self._pending = []
         self._groups = {}
+        if self._scanner is not None:
+            self._scanner.waiting = False
         self._start_text()
+
+    def _last_serial(self) -> int:
+        """The serial of the last chunk fed."""
+        return self._serial if self._scanner is None else self._scanner.serial
 
     def _join_recent(self) -> str:
         """``_recent``, brought up to date with the pieces fed since (or with the scanner)."""
@@ -487,7 +542,7 @@ class Conversation:
             self._recent_start += len(recent) - keep
             self._recent = recent[-keep:]
 
-    def _add_candidates(self, end: int, target: _Target) -> None:
+    def _add_candidates(self, serial: int, end: int, target: _Target) -> None:
         key_bytes, check_start, check_end = target[:3]
         start = end - key_bytes + 1
         if (
@@ -499,7 +554,7 @@ class Conversation:
         for index in range(3, len(target), 2):
             entry_index = target[index]
             if entry_index not in self._fired:
-                candidate = (self._serial, end, entry_index, target[index + 1], bool(check_end))
+                candidate = (serial, end, entry_index, target[index + 1], bool(check_end))
                 self._pending.append(candidate)
 
     def _drop_provisional(self, provisional: str) -> None:
@@ -515,9 +570,16 @@ class Conversation:
         self._origin = stable_end - len(prefix)
 
     def _settle(self, *, end_of_text: bool) -> list[HotwordEvent]:
-        text_end = self._end()
-        held = "" if end_of_text else self._synced_normaliser().provisional
-        stable_end = text_end - _byte_length(held)
+        scanner = self._scanner
+        # The scanner knows where the text ends without a copy of its recent text, and after a
+        # chunk it took, where the provisional tail starts without handing the chunk over.
+        text_end = self._end() if scanner is None else scanner.end
+        if end_of_text:
+            stable_end = text_end
+        elif scanner is not None and (known := scanner.stable_end) is not None:
+            stable_end = known
+        else:
+            stable_end = text_end - _byte_length(self._synced_normaliser().provisional)
         undecided: list[_Candidate] = []
         for candidate in self._pending:
             serial, end, entry_index, variant_index, check_end = candidate
@@ -525,7 +587,8 @@ class Conversation:
                 undecided.append(candidate)
                 continue
             if check_end and end + 1 < text_end:
-                if _is_word_char(_char_at(self._recent, end + 1 - self._recent_start)):
+                recent = self._join_recent()
+                if _is_word_char(_char_at(recent, end + 1 - self._recent_start)):
                     continue  # runs on into a word: not a match
             elif check_end and not end_of_text:
                 undecided.append(candidate)  # the next character has not arrived yet
@@ -534,7 +597,10 @@ class Conversation:
             first_end, best_variant = group.get(entry_index, (end, variant_index))
             group[entry_index] = (min(first_end, end), min(best_variant, variant_index))
         self._pending = undecided
-        return self._release()
+        released = self._release()
+        if scanner is not None:
+            scanner.waiting = bool(undecided or self._groups)
+        return released
 
     def _release(self) -> list[HotwordEvent]:
         """Turn every fully decided chunk's matches into events, oldest chunk first.
@@ -575,9 +641,13 @@ class _Interleaver(Generic[T]):
     def push(self, chunk: T, text: str) -> list[T | HotwordEvent]:
         conversation = self._conversation
         events = conversation.feed(text)
+        if not (
+            events or self._held or self._events or conversation._pending or conversation._groups
+        ):
+            return [chunk]  # the common case: nothing to put first, nothing to hold back
         if events:
             self._events.extend(zip(conversation._released_serials, events))
-        self._held.append((conversation._serial, chunk))
+        self._held.append((conversation._last_serial(), chunk))
         return self._drain(conversation._oldest_open_chunk())
 
     def finish(self) -> list[T | HotwordEvent]:
