@@ -13,8 +13,6 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from memento_core.filters import RecallFilter, is_visible
 from memento_core.model import MemoryItem, Scope
 from memento_core.ranking import Candidate
@@ -35,6 +33,8 @@ def candidates(
 ) -> tuple[list[Candidate], dict[str, MemoryItem]]:
     """Up to ``depth`` nearest and ``depth`` best keyword candidates ``viewer`` may see that
     ``recall_filter`` admits, scored for relevance; and every memory read, as stored."""
+    import numpy as np  # not at import time: ``import memento_core`` stays light
+
     mem._sync_keywords()
     visible_to = {"viewer_user": viewer.user_id, "viewer_project": viewer.project_id}
     keyword_hits = mem._keywords.search(query, limit=depth, **visible_to)
