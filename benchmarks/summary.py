@@ -375,7 +375,7 @@ def plot(scale: dict[str, Any], path: Path) -> None:
     axes.set_ylabel("Memento.recall latency, ms (query vector cached)")
     axes.set_title(f"Recall latency against store size ({scale['queries']} queries, limit 10)")
     axes.grid(True, which="both", alpha=0.3)
-    axes.legend(fontsize=7.5, loc="upper left")
+    axes.legend(fontsize=7.5, loc="lower right")
     figure.tight_layout()
     figure.savefig(path)
     plt.close(figure)
