@@ -234,7 +234,7 @@ class Memento:
         drafts: Iterable[MemoryDraft],
         *,
         on_progress: Callable[[int], None] | None = None,
-        batch_size: int = 256,
+        batch_size: int = writing.BATCH_SIZE,
     ) -> list[str]:
         """Store many memories in batches; returns their ids in order.
 

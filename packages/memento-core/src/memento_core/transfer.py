@@ -373,7 +373,7 @@ def restore_records(
         )
         fresh = [i for i in items if i.id not in known]
         if fresh:
-            writing.store_items(mem, fresh, (), 256, on_progress)
+            writing.store_items(mem, fresh, (), writing.BATCH_SIZE, on_progress)
         for link in links:
             mem._store.links.upsert(
                 ids=[link_id(link)],

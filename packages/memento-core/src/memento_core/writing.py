@@ -23,6 +23,8 @@ from memento_core.storage import item_from_record, item_metadata
 if TYPE_CHECKING:
     from memento_core.memento import Memento
 
+BATCH_SIZE = 256
+"""Memories embedded and written to Chroma per call (``remember_many``'s default, and import's)."""
 WINDOW = 1_024
 """Drafts that ``Memento.remember_many`` checks and embeds as one group (see ``store_items``)."""
 CONTIGUITY_WINDOW = timedelta(hours=1)
