@@ -41,7 +41,7 @@ def fed_in(
 ) -> list[tuple[str, str]]:
     conversation = HotwordDetector(hotword_set, word_boundary=word_boundary).conversation("c")
     events = [event for chunk in chunks for event in conversation.feed(chunk)]
-    return detections(events + conversation.flush())
+    return detections([*events, *conversation.flush()])
 
 
 # --- the events, in the product protocol's shape ---------------------------------------------
@@ -124,7 +124,7 @@ def test_each_uid_fires_once_per_conversation() -> None:
     second = conversation.feed_message("Jo Malone again, and 조 말론 런던")
 
     assert detections(first) == [("jomalone", "조말론")]
-    assert second == []
+    assert second == ()
     assert conversation.fired_uids == {"jomalone"}
 
 
@@ -187,10 +187,10 @@ def test_an_accent_in_the_next_chunk_cancels_the_match() -> None:
     hotword_set = HotwordSet.from_json([{"uid": "cafe", "v": ["cafe"]}])
     conversation = HotwordDetector(hotword_set).conversation("c")
 
-    assert conversation.feed("a cafe") == []
+    assert conversation.feed("a cafe") == ()
     assert conversation.pending
-    assert conversation.feed("\u0301 here") == []  # "café" is not "cafe"
-    assert conversation.flush() == []
+    assert conversation.feed("\u0301 here") == ()  # "café" is not "cafe"
+    assert conversation.flush() == ()
     assert fed_in(["a café"], hotword_set=hotword_set) == []
     assert fed_in(["a cafe here"], hotword_set=hotword_set) == [("cafe", "cafe")]
 
@@ -214,7 +214,7 @@ def test_word_boundary_leaves_hangul_edges_as_substrings() -> None:
 def test_word_boundary_waits_for_the_next_character() -> None:
     conversation = HotwordDetector(PRODUCT_SET, word_boundary=True).conversation("c")
 
-    assert conversation.feed("go to 34") == []
+    assert conversation.feed("go to 34") == ()
     assert conversation.pending
     assert detections(conversation.feed(" now")) == [("street34", "34")]
     assert not conversation.pending
@@ -223,15 +223,15 @@ def test_word_boundary_waits_for_the_next_character() -> None:
 def test_flush_settles_a_match_at_the_end_of_the_text() -> None:
     conversation = HotwordDetector(PRODUCT_SET, word_boundary=True).conversation("c")
 
-    assert conversation.feed("Jo Malone") == []
+    assert conversation.feed("Jo Malone") == ()
     assert detections(conversation.flush()) == [("jomalone", "Jo Malone")]
 
 
 def test_a_hotword_never_spans_two_messages() -> None:
     conversation = HotwordDetector(PRODUCT_SET).conversation("c")
 
-    assert conversation.feed_message("조") == []
-    assert conversation.feed_message("말론") == []
+    assert conversation.feed_message("조") == ()
+    assert conversation.feed_message("말론") == ()
 
 
 def test_feed_message_equals_feed_then_flush() -> None:
@@ -253,8 +253,8 @@ def test_one_variant_shared_by_two_uids_fires_both() -> None:
 def test_empty_set_detects_nothing() -> None:
     conversation = HotwordDetector(HotwordSet()).conversation("c")
 
-    assert conversation.feed("anything") == []
-    assert conversation.flush() == []
+    assert conversation.feed("anything") == ()
+    assert conversation.flush() == ()
 
 
 # --- bad input -------------------------------------------------------------------------------
@@ -494,7 +494,7 @@ def test_stopping_a_stream_early_leaves_the_conversation_usable() -> None:
     assert next(stream) == "조"
     stream.close()  # the consumer went away mid-hotword
 
-    assert conversation.feed_message("말론") == []  # the abandoned "조" does not carry over
+    assert conversation.feed_message("말론") == ()  # the abandoned "조" does not carry over
     assert detections(conversation.feed_message("조말론")) == [("jomalone", "조말론")]
 
 
@@ -526,5 +526,5 @@ def test_on_event_observes_every_event_released() -> None:
 
     returned = detector.conversation("c").feed_message("Jo Malone at 도손")
 
-    assert observed == returned
+    assert tuple(observed) == returned
     assert [e.status for e in observed] == ["hotword_detected", "memory_dict", "hotword_detected"]

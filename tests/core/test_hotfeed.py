@@ -208,9 +208,9 @@ def test_feed_behaves_as_a_python_method_on_both_paths() -> None:
     for compiled in paths:
         conversation = build(hotword_set, compiled=compiled).conversation("c")
         first, second = conversation.feed("hello"), conversation.feed("hello")
-        assert first == second == [] and first is not second  # a new list every time
+        assert first == second == () and type(first) is tuple  # nothing to report: no allocation
         assert conversation.feed(text_chunk="jo Malone ")[0].hotword_uid == "jm"
-        assert Conversation.feed(conversation, "x") == []
+        assert Conversation.feed(conversation, "x") == ()
         with pytest.raises(InvalidInput, match="chunk text must be a string, got bytes"):
             conversation.feed(b"jo")
         with pytest.raises(TypeError):
@@ -218,6 +218,34 @@ def test_feed_behaves_as_a_python_method_on_both_paths() -> None:
         with pytest.raises(TypeError):
             conversation.feed("a", "b")
     assert list(inspect.signature(Conversation.feed).parameters) == ["self", "text_chunk"]
+
+
+@needs_extension
+def test_subclasses_get_the_compiled_feed_unless_they_define_their_own() -> None:
+    hotword_set = HotwordSet.from_json([{"uid": "jm", "v": ["Jo Malone"]}])
+
+    class Counted(Conversation):  # inherits the compiled feed: gets a descriptor of its own
+        __slots__ = ()
+
+    class Quiet(Conversation):  # defines feed: keeps it, and so do its subclasses
+        __slots__ = ()
+
+        def feed(self, text_chunk: str) -> tuple[HotwordEvent, ...]:
+            return ()
+
+    class QuieterStill(Quiet):
+        __slots__ = ()
+
+    detector = build(hotword_set, compiled=True)
+    assert "feed" in vars(Counted) and vars(Counted)["feed"] is not vars(Conversation)["feed"]
+    counted = Counted(detector, "c")
+    assert [e.hotword_uid for e in counted.feed("Jo Malone, ")] == ["jm"]
+    with pytest.raises(TypeError):
+        vars(Counted)["feed"](detector.conversation("other"), "x")  # a Conversation is no Counted
+    assert QuieterStill(detector, "q").feed("Jo Malone, ") == ()
+    assert "feed" not in vars(QuieterStill)
+    with pytest.raises(TypeError, match="takes no arguments"):
+        type("Tagged", (Conversation,), {"__slots__": ()}, tag=1)
 
 
 def test_a_conversation_is_freed_without_the_garbage_collector() -> None:

@@ -367,4 +367,4 @@ def test_hotwords_outside_a_graph_are_returned(
 
     assert [e.hotword_uid for e in events] == [memory_id, memory_id]
     assert list(chunks) == ["Do", " So", "n!"]
-    assert hotwords.emit("Do Son", run_config) == []
+    assert hotwords.emit("Do Son", run_config) == ()

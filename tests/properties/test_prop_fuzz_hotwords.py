@@ -97,7 +97,7 @@ def check_detection(
     whole = fired(detector.conversation("whole").feed_message(text))
     streamed = fired(list(detect_stream(detector.conversation("stream"), chunks)))
     conversation = detector.conversation("fed")
-    fed = fired([e for chunk in chunks for e in conversation.feed(chunk)] + conversation.flush())
+    fed = fired([*(e for chunk in chunks for e in conversation.feed(chunk)), *conversation.flush()])
 
     with contextlib.suppress(InvalidArgument):  # statistics, only inside a hypothesis test
         event(f"{min(len(whole), 3)}{'+' if len(whole) >= 3 else ''} uids fired")

@@ -53,9 +53,9 @@ class Scanner:
 class ConversationBase:
     """The base class of ``memento_core.detector.Conversation``: its compiled ``feed``."""
 
-    def feed(self, text_chunk: str) -> list[HotwordEvent]:
+    def feed(self, text_chunk: str) -> tuple[HotwordEvent, ...]:
         """On the compiled path: ``Scanner.feed`` the chunk; then, if the scanner took it and
-        nothing is ``waiting``, return ``[]`` (a new list) if no match is for a uid yet to fire,
+        nothing is ``waiting``, return ``()`` (no allocation) if no match is for a uid yet to fire,
         or ``self._fire([(entry index, variant index), ...])`` if every such match ends before
         the provisional tail and has no boundary to check; else return
         ``self._feed_compiled(chunk, found)``. On the pure-Python path, and for any call but

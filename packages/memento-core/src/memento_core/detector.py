@@ -249,7 +249,7 @@ class HotwordDetector:
 
     def _events_for(
         self, connection_id: str, connection_id_bytes: int, entry_index: int, variant_index: int
-    ) -> list[HotwordEvent]:
+    ) -> tuple[HotwordEvent, ...]:
         """``hotword_detected``, then ``memory_dict`` if the entry has a payload that fits
         (``connection_id_bytes`` is ``json_string_bytes(connection_id)``)."""
         key = (entry_index, variant_index)
@@ -257,9 +257,10 @@ class HotwordDetector:
         if fields is None:  # encode each payload once, not once per conversation
             fields = self._event_fields[key] = self._new_event_fields(entry_index, variant_index)
         primary, hotword, uid, message, size = fields
-        events: list[HotwordEvent] = [HotwordDetected(connection_id, primary, hotword, uid)]
+        detected = HotwordDetected(connection_id, primary, hotword, uid)
+        events: tuple[HotwordEvent, ...] = (detected,)
         if message is not None and size + connection_id_bytes <= MAX_EVENT_BYTES:
-            events.append(MemoryDict(connection_id, message, hotword, uid))
+            events = (detected, MemoryDict(connection_id, message, hotword, uid))
         if self.on_event is not None:
             for event in events:
                 self.on_event(event)
@@ -302,8 +303,9 @@ class _PythonConversationBase:
 
     __slots__ = ()
 
-    def feed(self, text_chunk: str) -> list[HotwordEvent]:
-        """Feed the next chunk of a streamed text; return the events decided by it (a new list).
+    def feed(self, text_chunk: str) -> tuple[HotwordEvent, ...]:
+        """Feed the next chunk of a streamed text; return the events decided by it (a tuple,
+        the shared empty one for nearly every chunk).
 
         A hotword that ends exactly at the end of this chunk may be reported by the next ``feed``
         or by ``flush`` (see ``memento_core.detector``); ``detect_stream`` keeps such a chunk back
@@ -311,7 +313,7 @@ class _PythonConversationBase:
         """
         return self._feed(text_chunk)
 
-    def _feed(self, text_chunk: str) -> list[HotwordEvent]:
+    def _feed(self, text_chunk: str) -> tuple[HotwordEvent, ...]:
         raise NotImplementedError
 
     def _attach_scanner(self, scanner: _Scanner, targets: list[_Target], fired: set[int]) -> None:
@@ -400,21 +402,21 @@ class Conversation(_ConversationBase):
         """Whether a match at the end of the text waits for the next chunk (or ``flush``)."""
         return bool(self._pending)
 
-    def _feed(self, text_chunk: str) -> list[HotwordEvent]:
+    def _feed(self, text_chunk: str) -> tuple[HotwordEvent, ...]:
         """``feed`` in Python: the pure path, and on the compiled path what the compiled
         ``feed`` does (which settles the simple cases itself rather than in ``_feed_compiled``)."""
         scanner = self._scanner
         if scanner is not None:
             found = scanner.feed(text_chunk)
             if found is None and not scanner.waiting:  # the common case, which C takes
-                return []
+                return ()
             return self._feed_compiled(text_chunk, found)
         if not isinstance(text_chunk, str):
             raise InvalidInput(f"chunk text must be a string, got {type(text_chunk).__name__}")
         self._serial += 1
         search = self._search
         if search is None:  # an empty hotword set
-            return []
+            return ()
         # Nearly every chunk takes the normaliser's fast path, and then no allocation but the
         # text's own happens here unless something matches (see benchmarks/hotwords.py).
         normaliser = self._normaliser
@@ -435,14 +437,14 @@ class Conversation(_ConversationBase):
         for end_index, target in search:
             self._add_candidates(self._serial, self._origin + end_index, target)
         if self._pending or self._groups or len(pieces) >= _MAX_PIECES:
-            released = self._settle(end_of_text=False) if self._pending or self._groups else []
+            released = self._settle(end_of_text=False) if self._pending or self._groups else ()
             self._trim_recent()
             return released
-        return []
+        return ()
 
     def _feed_compiled(
         self, text_chunk: str, found: list[tuple[int, int]] | Literal[False] | None
-    ) -> list[HotwordEvent]:
+    ) -> tuple[HotwordEvent, ...]:
         """``feed`` on the compiled path, past its common case: ``found`` is what
         ``Scanner.feed`` returned for the chunk: its matches, None if it has none (but earlier
         matches wait for a decision), or False if the scanner declined the chunk."""
@@ -468,13 +470,13 @@ class Conversation(_ConversationBase):
         if self._pending or self._groups:
             return self._settle(end_of_text=False)
         scanner.waiting = False  # a rewind may have dropped the matches that waited
-        return []
+        return ()
 
-    def _fire(self, fires: list[tuple[int, int]]) -> list[HotwordEvent]:
+    def _fire(self, fires: list[tuple[int, int]]) -> tuple[HotwordEvent, ...]:
         """``feed`` on the compiled path for a chunk that the compiled ``feed`` settled: nothing
         waited, and these (entry index, variant index) fire now, in this order."""
         assert self._scanner is not None  # called only on the compiled path
-        released: list[HotwordEvent] = []
+        released: tuple[HotwordEvent, ...] = ()
         for entry_index, variant_index in fires:
             self._fired.add(entry_index)
             released += self._detector._events_for(
@@ -492,13 +494,13 @@ class Conversation(_ConversationBase):
                 normaliser.resume(chunk, ends_in_space=self._scanner.ends_in_space)
         return normaliser
 
-    def flush(self) -> list[HotwordEvent]:
+    def flush(self) -> tuple[HotwordEvent, ...]:
         """End the current text: settle what is pending. The next ``feed`` starts a new text."""
-        released = self._settle(end_of_text=True) if self._pending or self._groups else []
+        released = self._settle(end_of_text=True) if self._pending or self._groups else ()
         self._start_text()
         return released
 
-    def feed_message(self, text: str) -> list[HotwordEvent]:
+    def feed_message(self, text: str) -> tuple[HotwordEvent, ...]:
         """Feed a whole message (such as a user's input): ``feed`` then ``flush``."""
         return self.feed(text) + self.flush()
 
@@ -569,7 +571,7 @@ class Conversation(_ConversationBase):
         self._search = self._detector._new_search(prefix)
         self._origin = stable_end - len(prefix)
 
-    def _settle(self, *, end_of_text: bool) -> list[HotwordEvent]:
+    def _settle(self, *, end_of_text: bool) -> tuple[HotwordEvent, ...]:
         scanner = self._scanner
         # The scanner knows where the text ends without a copy of its recent text, and after a
         # chunk it took, where the provisional tail starts without handing the chunk over.
@@ -602,7 +604,7 @@ class Conversation(_ConversationBase):
             scanner.waiting = bool(undecided or self._groups)
         return released
 
-    def _release(self) -> list[HotwordEvent]:
+    def _release(self) -> tuple[HotwordEvent, ...]:
         """Turn every fully decided chunk's matches into events, oldest chunk first.
 
         ``_released_serials`` gets, for each event, the serial of the chunk it completed in.
@@ -626,7 +628,7 @@ class Conversation(_ConversationBase):
                 released.extend(events)
                 serials.extend(serial for _ in events)
         self._released_serials = serials
-        return released
+        return tuple(released)
 
 
 class _Interleaver(Generic[T]):
@@ -638,13 +640,17 @@ class _Interleaver(Generic[T]):
         self._events: deque[tuple[int, HotwordEvent]] = deque()
         self.finished = False
 
-    def push(self, chunk: T, text: str) -> list[T | HotwordEvent]:
+    def idle_after(self, events: tuple[HotwordEvent, ...]) -> bool:
+        """Whether the chunk just fed, which released ``events``, can go out as it is: the
+        common case, nothing to put first and nothing to hold back."""
         conversation = self._conversation
-        events = conversation.feed(text)
-        if not (
+        return not (
             events or self._held or self._events or conversation._pending or conversation._groups
-        ):
-            return [chunk]  # the common case: nothing to put first, nothing to hold back
+        )
+
+    def push(self, chunk: T, events: tuple[HotwordEvent, ...]) -> list[T | HotwordEvent]:
+        """What to yield now, given the chunk just fed and the events it released."""
+        conversation = self._conversation
         if events:
             self._events.extend(zip(conversation._released_serials, events))
         self._held.append((conversation._last_serial(), chunk))
@@ -690,9 +696,14 @@ def detect_stream(
     the match is final, so that its events can still come first.
     """
     interleaver: _Interleaver[T] = _Interleaver(conversation)
+    feed = conversation.feed
     try:
         for chunk in chunks:
-            yield from interleaver.push(chunk, text_of(chunk))
+            events = feed(text_of(chunk))
+            if interleaver.idle_after(events):
+                yield chunk
+            else:
+                yield from interleaver.push(chunk, events)
         yield from interleaver.finish()
     finally:
         interleaver.abandon()
@@ -704,9 +715,14 @@ async def adetect_stream(
     """``detect_stream`` for an async iterable. The work per chunk is a few microseconds of CPU, so
     it runs inline without blocking the event loop."""
     interleaver: _Interleaver[T] = _Interleaver(conversation)
+    feed = conversation.feed
     try:
         async for chunk in chunks:
-            for item in interleaver.push(chunk, text_of(chunk)):
+            events = feed(text_of(chunk))
+            if interleaver.idle_after(events):
+                yield chunk
+                continue
+            for item in interleaver.push(chunk, events):
                 yield item
         for item in interleaver.finish():
             yield item

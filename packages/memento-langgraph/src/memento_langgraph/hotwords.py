@@ -81,7 +81,7 @@ class HotwordStream:
             self._detectors.clear()
             self._conversations.clear()
 
-    def emit(self, text: str, config: RunnableConfig | None = None) -> list[HotwordEvent]:
+    def emit(self, text: str, config: RunnableConfig | None = None) -> tuple[HotwordEvent, ...]:
         """Detect hotwords in a whole text (a message) and write their events; returns them."""
         events = self.conversation(config).feed_message(text)
         _write(events)
