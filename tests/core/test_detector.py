@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import pickle
 import re
 import unicodedata
 from collections.abc import AsyncIterator, Iterable
@@ -528,3 +530,18 @@ def test_on_event_observes_every_event_released() -> None:
 
     assert tuple(observed) == returned
     assert [e.status for e in observed] == ["hotword_detected", "memory_dict", "hotword_detected"]
+
+
+def test_the_detectors_events_are_the_frozen_dataclasses_they_say() -> None:
+    detected, memory_dict = HotwordDetector(PRODUCT_SET).conversation("c").feed_message("조말론")
+
+    rebuilt = HotwordDetected("c", "조말론", "조말론", "jomalone")
+    assert type(detected) is HotwordDetected and detected == rebuilt
+    assert hash(detected) == hash(rebuilt)
+    assert memory_dict == MemoryDict("c", memory_dict.msg, "조말론", "jomalone")
+    assert repr(detected).startswith("HotwordDetected(connection_id='c', msg=")
+    assert pickle.loads(pickle.dumps(memory_dict)) == memory_dict
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        detected.msg = "changed"  # type: ignore[misc]  # the point: frozen
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        detected.extra = 1  # type: ignore[attr-defined]  # the point: frozen

@@ -61,6 +61,7 @@ from memento_core.events import (
     MemoryDict,
     encode_payload,
     json_string_bytes,
+    make_event,
     memory_dict_bytes,
 )
 from memento_core.hotwords import HotwordEntry, HotwordSet
@@ -257,10 +258,10 @@ class HotwordDetector:
         if fields is None:  # encode each payload once, not once per conversation
             fields = self._event_fields[key] = self._new_event_fields(entry_index, variant_index)
         primary, hotword, uid, message, size = fields
-        detected = HotwordDetected(connection_id, primary, hotword, uid)
+        detected = make_event(HotwordDetected, connection_id, primary, hotword, uid)
         events: tuple[HotwordEvent, ...] = (detected,)
         if message is not None and size + connection_id_bytes <= MAX_EVENT_BYTES:
-            events = (detected, MemoryDict(connection_id, message, hotword, uid))
+            events = (detected, make_event(MemoryDict, connection_id, message, hotword, uid))
         if self.on_event is not None:
             for event in events:
                 self.on_event(event)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 __all__ = [
     "MAX_EVENT_BYTES",
@@ -92,6 +92,25 @@ class MemoryDict(HotwordEvent):
     def payload(self) -> dict[str, Any]:
         """The payload back as a mapping (the ``k``/``v`` pairs of ``msg``)."""
         return {pair["k"]: pair["v"] for pair in json.loads(self.msg)}
+
+
+EventT = TypeVar("EventT", bound=HotwordEvent)
+_new_object = object.__new__
+
+
+def make_event(
+    kind: type[EventT], connection_id: str, msg: str, hotword: str, hotword_uid: str
+) -> EventT:
+    """``kind(connection_id, msg, hotword, hotword_uid)`` in half the time: a frozen dataclass's
+    ``__init__`` sets each field through ``object.__setattr__``, this writes the instance's
+    dictionary. The detector makes its events with it, on the stream's path."""
+    event = _new_object(kind)
+    fields = event.__dict__
+    fields["connection_id"] = connection_id
+    fields["msg"] = msg
+    fields["hotword"] = hotword
+    fields["hotword_uid"] = hotword_uid
+    return event
 
 
 _EMPTY_EVENT_BYTES = len(MemoryDict("", "", "", "").to_json().encode("utf-8"))
