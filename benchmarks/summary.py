@@ -44,6 +44,8 @@ RECALL_P95_TARGET_MS = 50.0
 RECALL_TARGET_SIZE = 100_000
 WRITE_RATIO_TARGET = 0.85
 IMPORT_TARGET_S = 0.5
+HOTWORD_RATIO_TARGET = 0.5
+HOTWORD_P99_TARGET_US = 50.0
 IMPORT_CODE = (
     "import time; started = time.perf_counter(); import memento_core; "
     "print(time.perf_counter() - started)"
@@ -219,7 +221,10 @@ def best_r5(rows: Sequence[Row]) -> tuple[Row | None, Row | None, Row | None]:
 
 
 def targets(
-    rows: Sequence[Row], scale: dict[str, Any] | None, imports: dict[str, Any]
+    rows: Sequence[Row],
+    scale: dict[str, Any] | None,
+    imports: dict[str, Any],
+    hotwords: dict[str, Any] | None,
 ) -> list[dict[str, Any]]:
     found: list[dict[str, Any]] = []
     size = str(RECALL_TARGET_SIZE)
@@ -266,6 +271,24 @@ def targets(
             "source": "summary",
         }
     )
+    if hotwords is not None:
+        ratio, p99 = hotwords["stream_vs_raw_fastest"], hotwords["latency_us"]["p99"]
+        found += [
+            {
+                "target": f"hotword streaming ≥ {HOTWORD_RATIO_TARGET:.0%} of the raw automaton's "
+                "throughput",
+                "value": f"{ratio:.0%}, fastest of {hotwords['rounds']} rounds each (median of "
+                f"the rounds' ratios {hotwords['stream_vs_raw']:.0%}), CPU time",
+                "met": ratio >= HOTWORD_RATIO_TARGET,
+                "source": "hotwords",
+            },
+            {
+                "target": f"hotword p99 per chunk ≤ {HOTWORD_P99_TARGET_US:.0f} µs",
+                "value": f"{p99} µs (p50 {hotwords['latency_us']['p50']} µs)",
+                "met": p99 <= HOTWORD_P99_TARGET_US,
+                "source": "hotwords",
+            },
+        ]
     best, memento, peer = best_r5(rows)
     if best is not None:
         runner_up = peer if best.memento else memento
@@ -501,8 +524,10 @@ def render_markdown(report: dict[str, Any]) -> str:
             "",
             f"{hot['memories']:,} memories × variants ({hot['variants']:,}), "
             f"{hot['text_mb']} MB stream in chunks of 1–16 characters: `Conversation.feed` "
-            f"{hot['stream_mb_s_cpu']} MB/s (CPU time) against the raw automaton's "
-            f"{hot['raw_mb_s_cpu']} MB/s = **{hot['stream_vs_raw']:.0%}**; per-chunk latency "
+            f"{hot['stream_mb_s_cpu']} MB/s (CPU time, median round) against the raw "
+            f"automaton's {hot['raw_mb_s_cpu']} MB/s; fastest rounds **"
+            f"{hot['stream_vs_raw_fastest']:.0%}**, median of the rounds' ratios "
+            f"{hot['stream_vs_raw']:.0%}; per-chunk latency "
             f"p50 {hot['latency_us']['p50']} µs, p99 {hot['latency_us']['p99']} µs.",
             "",
         ]
@@ -564,6 +589,11 @@ def hotword_figures(data: dict[str, Any] | None) -> dict[str, Any] | None:
         "stream_mb_s_cpu": stream["throughput_mb_s_cpu"]["stream"],
         "raw_mb_s_cpu": stream["throughput_mb_s_cpu"]["raw"],
         "stream_vs_raw": stream["stream_vs_raw_cpu"],
+        # Older reports have only the median of the rounds' ratios.
+        "stream_vs_raw_fastest": stream.get(
+            "stream_vs_raw_cpu_fastest", stream["stream_vs_raw_cpu"]
+        ),
+        "rounds": stream["rounds"],
         "latency_us": stream["latency_us"],
     }
 
@@ -627,6 +657,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     rows = locomo_rows(results)
     scale = load(results, "scale")
     imports = measure_import(args.import_runs)
+    hotwords = hotword_figures(load(results, "hotwords"))
     best, _, _ = best_r5(rows)
     scale_rss = (scale or {}).get("peak_rss_mb", {})
     report: dict[str, Any] = {
@@ -634,7 +665,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "command": " ".join(
             ["benchmarks/summary.py", *(argv if argv is not None else sys.argv[1:])]
         ),
-        "targets": targets(rows, scale, imports),
+        "targets": targets(rows, scale, imports, hotwords),
         "locomo": [asdict(r) for r in rows],
         "best_r5": asdict(best) if best else None,
         "import": imports,
@@ -644,7 +675,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "locomo": runs.get("locomo", {}).get("peak_rss_mb"),
             **{f"run_{name}": run["peak_rss_mb"] for name, run in runs.items()},
         },
-        "hotwords": hotword_figures(load(results, "hotwords")),
+        "hotwords": hotwords,
         "runs": runs,
         "sources": sources(results),
     }
