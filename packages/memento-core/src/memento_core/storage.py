@@ -45,6 +45,8 @@ NEVER = 2**62
 """``expires_at`` of a memory that never expires (microseconds; far beyond any real date)."""
 PLACEHOLDER_VECTOR = [1.0]
 PAGE = 2_000
+# What iter_records and records_by_id yield: (id, metadata, document, embedding).
+Record = tuple[str, Mapping[str, Any], str | None, Any]
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 FEEDBACK_KEYS = tuple(f"fb_{kind.value}" for kind in FeedbackKind)
 
@@ -360,7 +362,7 @@ class ChromaStore:
 
     def iter_records(
         self, collection: Any, *, where: Mapping[str, Any] | None = None, include: Sequence[str]
-    ) -> Iterator[tuple[str, Mapping[str, Any], str | None, Any]]:
+    ) -> Iterator[Record]:
         """Every (id, metadata, document, embedding) in pages, so memory stays flat."""
         offset = 0
         while True:
@@ -370,17 +372,35 @@ class ChromaStore:
                 limit=PAGE,
                 offset=offset,
             )
-            ids = page["ids"]
-            for n, record_id in enumerate(ids):
-                yield (
-                    record_id,
-                    page["metadatas"][n] if page.get("metadatas") is not None else {},
-                    page["documents"][n] if page.get("documents") is not None else None,
-                    page["embeddings"][n] if page.get("embeddings") is not None else None,
-                )
-            if len(ids) < PAGE:
+            yield from _records(page)
+            if len(page["ids"]) < PAGE:
                 return
             offset += PAGE
+
+    def records_by_id(
+        self, collection: Any, ids: Sequence[str], *, include: Sequence[str]
+    ) -> Iterator[Record]:
+        """(id, metadata, document, embedding) of each of ``ids`` still stored, in pages."""
+        for start in range(0, len(ids), PAGE):
+            yield from _records(
+                collection.get(ids=list(ids[start : start + PAGE]), include=list(include))
+            )
+
+
+def _records(page: Mapping[str, Any]) -> Iterator[Record]:
+    """The records of one ``get`` result, with ``{}`` or None for what it did not include."""
+    metadatas, documents, embeddings = (
+        page.get("metadatas"),
+        page.get("documents"),
+        page.get("embeddings"),
+    )
+    for n, record_id in enumerate(page["ids"]):
+        yield (
+            record_id,
+            metadatas[n] if metadatas is not None else {},
+            documents[n] if documents is not None else None,
+            embeddings[n] if embeddings is not None else None,
+        )
 
 
 class Guarded:
