@@ -50,7 +50,7 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -405,7 +405,10 @@ def run_mode(
     queries: Sequence[Query],
     progress: Progress,
     profile: bool,
+    second_instance: Callable[[], Memento] | None = None,
 ) -> dict[str, Any]:
+    """``second_instance`` opens another ``Memento`` on the same server store, as another
+    process would: its open and how fast it catches up with this one's writes are measured."""
     steps: dict[str, Any] = {}
     written = 0
     cumulative = 0.0
@@ -472,6 +475,8 @@ def run_mode(
         step["chroma_query_ms"] = chroma_probes(memento, probes, vectors)
         step["keyword_search_ms"] = keyword_probe(memento, probes)
         step["brute_force_numpy_ms"] = brute_force_probe(corpus, size, matrix, probes, vectors)
+        if second_instance is not None:
+            step["second_instance"] = catch_up_probe(memento, second_instance, queries)
         if profile and size == sizes[-1]:
             step["profile"] = profile_recall(memento, probes)
         memento._usage.flush()
@@ -484,6 +489,32 @@ def run_mode(
             f"{step['recall_ms']['p50']} ms p95 {step['recall_ms']['p95']} ms"
         )
     return steps
+
+
+def catch_up_probe(
+    writer: Memento, open_reader: Callable[[], Memento], queries: Sequence[Query]
+) -> dict[str, Any]:
+    """Open a second instance on the store (its open reads every record); then, five times,
+    ``writer`` stores one memory (a question's text, which the lookup embedder knows) and the
+    reader recalls it: that recall catches up with the write first. The memories are erased
+    afterwards, so the store is as it was."""
+    started = time.perf_counter()
+    reader = open_reader()
+    open_s = time.perf_counter() - started
+    try:
+        reader.recall(queries[0].text, scope=queries[0].viewer, limit=LIMIT)
+        samples, written = [], []
+        for query in queries[1:6]:
+            written.append(writer.remember(query.text, scope=query.viewer))
+            started = time.perf_counter()
+            found = reader.recall(query.text, scope=query.viewer, limit=LIMIT)
+            samples.append(1000 * (time.perf_counter() - started))
+            assert written[-1] in [hit.item.id for hit in found], "the reader sees the write"
+    finally:
+        reader.close()
+    for memory_id in written:
+        writer.forget(memory_id, hard=True)
+    return {"open_s": round(open_s, 1), "recall_after_a_write_ms": latency_summary(samples)}
 
 
 def query_embedding_ms(embedder: SentenceTransformerEmbedder, texts: Sequence[str]) -> Any:
@@ -597,6 +628,31 @@ def render_markdown(report: dict[str, Any]) -> str:
                     f"{row['own_ms_per_recall']} | {row['cumulative_ms_per_recall']} |"
                 )
             lines.append("")
+    for mode, steps in modes.items():
+        seconds = {
+            size: step["second_instance"]
+            for size, step in steps.items()
+            if "second_instance" in step
+        }
+        if not seconds:
+            continue
+        lines += [
+            f"## A second instance on the same store: {mode}",
+            "",
+            "Another `Memento` opened on the store, as another process would: how long its open "
+            "takes (it reads every record into its candidate index), and its recall right after "
+            "the first instance stored a memory (so it catches up first: it lists the ids and "
+            "reads the new record), over five writes.",
+            "",
+            "| memories | open (s) | recall after a write, p50 / max ms |",
+            "|---:|---:|---:|",
+        ]
+        for size, second in seconds.items():
+            after = second["recall_after_a_write_ms"]
+            lines.append(
+                f"| {int(size):,} | {second['open_s']} | {after['p50']} / {after['max']} |"
+            )
+        lines.append("")
     rss = report["peak_rss_mb"]
     lines += [
         "## Memory",
@@ -679,7 +735,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                         chroma_server(root / "chroma", stats=server) as url,
                         Memento.open(url=url, embedder=lookup) as memento,
                     ):
-                        results[mode] = run_mode(mode, memento, *shared)
+                        results[mode] = run_mode(
+                            mode,
+                            memento,
+                            *shared,
+                            second_instance=lambda: Memento.open(
+                                url=url, embedder=lookup, track_usage=False
+                            ),
+                        )
                     server_peak = server.get("peak_rss_mb", 0.0)
                 else:
                     raise SystemExit(f"unknown mode {mode!r}: embedded or server")
