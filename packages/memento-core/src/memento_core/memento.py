@@ -377,8 +377,8 @@ class Memento:
             items, full = self._store.items, ["metadatas", "documents", "embeddings"]
             if known:
                 # List the ids alone and read only the new records: at 100k memories reading
-                # everything takes half a minute, listing the ids a second or two.
-                seen = {record[0] for record in self._store.iter_records(items, include=[])}
+                # everything takes half a minute.
+                seen = self._store.all_ids(items)
                 records = self._store.records_by_id(items, sorted(seen - known), include=full)
             else:
                 seen = set()
