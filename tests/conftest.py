@@ -133,6 +133,17 @@ def module_store_factory(
 
 
 @pytest.fixture
+def writer_and_reader(chroma_server: str, embedder: Embedder) -> Iterator[tuple[Memento, Memento]]:
+    """Two instances on one fresh server store, as two processes would open it."""
+    prefix = f"p{uuid4().hex[:12]}"
+    with (
+        Memento.open(url=chroma_server, collection_prefix=prefix, embedder=embedder) as writer,
+        Memento.open(url=chroma_server, collection_prefix=prefix, embedder=embedder) as reader,
+    ):
+        yield writer, reader
+
+
+@pytest.fixture
 def mem(store_factory: StoreFactory) -> Iterator[Memento]:
     """A fresh, empty store in the current mode."""
     with store_factory.open() as store:

@@ -3,9 +3,9 @@ is rebuilt only when the hotword set really changed."""
 
 from __future__ import annotations
 
-from uuid import uuid4
+import pytest
 
-from memento_core import Embedder, Memento, Scope
+from memento_core import Memento, Scope
 from memento_core.detector import Conversation
 from memento_core.events import HotwordDetected
 
@@ -50,17 +50,14 @@ def test_an_unchanged_set_keeps_its_detector(mem: Memento) -> None:
     assert mem.hotword_detector(ANN) is not detector
 
 
+@pytest.mark.server
 def test_another_processs_hotwords_reach_a_server_reader_after_the_refresh(
-    chroma_server: str, embedder: Embedder
+    writer_and_reader: tuple[Memento, Memento],
 ) -> None:
-    prefix = f"hot{uuid4().hex[:10]}"
-    with (
-        Memento.open(url=chroma_server, collection_prefix=prefix, embedder=embedder) as writer,
-        Memento.open(url=chroma_server, collection_prefix=prefix, embedder=embedder) as reader,
-    ):
-        first = reader.hotword_detector(ANN)
-        added = writer.remember("Do Son is a seaside town", scope=ANN, hotwords=["Do Son"])
+    writer, reader = writer_and_reader
+    first = reader.hotword_detector(ANN)
+    added = writer.remember("Do Son is a seaside town", scope=ANN, hotwords=["Do Son"])
 
-        assert reader.hotword_detector(ANN) is first  # within hotword_refresh: the cached one
-        reader.hotword_refresh = 0.0
-        assert detected(reader.hotword_detector(ANN).conversation("c"), "Do Son") == [added]
+    assert reader.hotword_detector(ANN) is first  # within hotword_refresh: the cached one
+    reader.hotword_refresh = 0.0
+    assert detected(reader.hotword_detector(ANN).conversation("c"), "Do Son") == [added]

@@ -4,12 +4,10 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
-from uuid import uuid4
 
 import pytest
 
 from memento_core import (
-    Embedder,
     InvalidFilter,
     InvalidInput,
     InvalidScope,
@@ -114,26 +112,23 @@ def test_keyword_search_matches_english_word_forms(mem: Memento) -> None:
     assert set(results[0].reason.matched_terms) == {"database", "migration"}
 
 
+@pytest.mark.server
 def test_a_reader_on_a_server_sees_what_other_processes_wrote_and_erased(
-    chroma_server: str, embedder: Embedder
+    writer_and_reader: tuple[Memento, Memento],
 ) -> None:
-    prefix = f"sync{uuid4().hex[:10]}"
-    with (
-        Memento.open(url=chroma_server, collection_prefix=prefix, embedder=embedder) as writer,
-        Memento.open(url=chroma_server, collection_prefix=prefix, embedder=embedder) as reader,
-    ):
-        kept = writer.remember("The quokka enclosure opens at nine", scope=ANN)
-        erased = writer.remember("The quokka keeper is called Dana", scope=ANN)
-        assert set(ids(reader.recall("quokka", scope=ANN))) == {kept, erased}
-        writer.forget(erased, hard=True)
-        added = writer.remember_many(
-            [MemoryDraft(f"Quokka feeding number {n} is at noon", scope=ANN) for n in range(3)]
-        )
+    writer, reader = writer_and_reader
+    kept = writer.remember("The quokka enclosure opens at nine", scope=ANN)
+    erased = writer.remember("The quokka keeper is called Dana", scope=ANN)
+    assert set(ids(reader.recall("quokka", scope=ANN))) == {kept, erased}
+    writer.forget(erased, hard=True)
+    added = writer.remember_many(
+        [MemoryDraft(f"Quokka feeding number {n} is at noon", scope=ANN) for n in range(3)]
+    )
 
-        found = reader.recall("quokka", scope=ANN, limit=10)
+    found = reader.recall("quokka", scope=ANN, limit=10)
 
-        assert set(ids(found)) == {kept, *added}
-        assert all("quokka" in hit.reason.matched_terms for hit in found)
+    assert set(ids(found)) == {kept, *added}
+    assert all("quokka" in hit.reason.matched_terms for hit in found)
 
 
 # ------------------------------------------------------------------------------ reasons

@@ -61,6 +61,8 @@ _MODELS_LOCK = threading.Lock()
 
 def _shared_model(ref: str | Path, device: str) -> Any:
     """The process's ``SentenceTransformer`` for this model and device, loaded on first use."""
+    if str(ref) in _KNOWN_DIMENSIONS:  # the default's names all mean the bundled copy
+        ref = bundled_model_path()
     key = (str(ref), device)
     with _MODELS_LOCK:
         model = _MODELS.get(key)
@@ -76,8 +78,6 @@ def _shared_model(ref: str | Path, device: str) -> Any:
                 transformers_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
             except ImportError:  # pragma: no cover - transformers comes with s-t
                 pass
-            if str(ref) in _KNOWN_DIMENSIONS:
-                ref = bundled_model_path()
             model = _MODELS[key] = SentenceTransformer(str(ref), device=device)
         return model
 

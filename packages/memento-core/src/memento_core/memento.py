@@ -379,7 +379,7 @@ class Memento:
                 # List the ids alone and read only the new records: at 100k memories reading
                 # everything takes half a minute.
                 seen = self._store.all_ids(items)
-                records = self._store.records_by_id(items, sorted(seen - known), include=full)
+                records = self._store.records_by_id(items, list(seen - known), include=full)
             else:
                 seen = set()
                 records = self._store.iter_records(items, include=full)
