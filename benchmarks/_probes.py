@@ -17,10 +17,10 @@ import numpy as np
 import numpy.typing as npt
 from _common import latency_summary
 
-import memento_core.memento as memento_module
-import memento_core.retrieval as retrieval_module
+import memento_core._memento as memento_module
+import memento_core._retrieval as retrieval_module
 from memento_core import Memento, RecallFilter
-from memento_core.filters import visibility_clause, where_clause
+from memento_core._filters import visibility_clause, where_clause
 
 if TYPE_CHECKING:
     from scale import Query

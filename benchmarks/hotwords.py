@@ -4,8 +4,8 @@ A deterministic hotword set of 10,000 memories × 5 variants (Hangul names, spac
 names, two-word Latin, digits + Hangul) and a 5 MB (UTF-8) mixed Hangul and Latin stream that
 mentions a variant about every 2 KB, fed to one conversation in chunks of 1–16 characters.
 
-The detector has two paths (see ``memento_core.detector``): the compiled one (the extension
-``memento_core._hotfeed``, with its own byte automaton), used when it is built, and the
+The detector has two paths (see ``memento_core.hotwords``): the compiled one (the extension
+``memento_core.hotwords._hotfeed``, with its own byte automaton), used when it is built, and the
 pure-Python one (pyahocorasick's automaton), the reference. Both are measured in the same run.
 
 It reports, in the same run:
@@ -53,10 +53,15 @@ from typing import Any
 
 import ahocorasick
 
-from memento_core import detector as detector_module
-from memento_core.detector import HotwordDetector, detect_stream
-from memento_core.hotwords import HotwordEntry, HotwordSet
-from memento_core.normalisation import StreamNormaliser, normalise_text
+from memento_core.hotwords import (
+    HotwordDetector,
+    HotwordEntry,
+    HotwordSet,
+    StreamNormaliser,
+    detect_stream,
+    normalise_text,
+)
+from memento_core.hotwords import _detector as detector_module
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = REPO / "benchmarks" / "results"
@@ -432,7 +437,7 @@ def write_markdown(results: dict[str, Any], path: Path) -> None:
         "both paths.",
         "",
         "The detector has two paths with the same detections: the compiled one "
-        "(`memento_core._hotfeed`: its own byte automaton, and the per-chunk normalisation and "
+        "(`hotwords._hotfeed`: its own byte automaton, and the per-chunk normalisation and "
         "search in C for chunks of ASCII and Hangul syllables), used when the extension is built, "
         "and the pure-Python one (pyahocorasick; `MEMENTO_PURE_PYTHON=1`), the reference.",
         "",

@@ -66,7 +66,7 @@ from locomo import (
 )
 
 from memento_core import Memento, SentenceTransformerEmbedder
-from memento_core.injection import HEADER
+from memento_core._injection import HEADER
 from memento_llamaindex import MementoMemoryBlock
 
 K = max(KS)

@@ -450,7 +450,7 @@ def run_mode(
         timed_calls(recall, queries[-WARMUP:])  # warm caches (and Chroma's index) first
         memento.track_usage = True
         step["recall_ms"] = latency_summary(measure(f"{mode} @ {size:,}: recall"))
-        # Back-to-back recalls defer the usage write (memento_core.usage); time it here.
+        # Back-to-back recalls defer the usage write (memento_core._usage); time it here.
         started = time.perf_counter()
         written = memento._usage.flush()
         step["deferred_usage_write"] = {

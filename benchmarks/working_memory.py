@@ -35,10 +35,10 @@ from pathlib import Path
 from typing import Any
 
 from memento_core import Memento, Scope
-from memento_core.chat import ChatMemory, WindowPolicy, summarize_thread
+from memento_core._chat import ChatMemory, WindowPolicy, summarize_thread
+from memento_core._messages import Message, ToolCall
+from memento_core._summarize import ExtractiveSummarizer
 from memento_core.embedding import SentenceTransformerEmbedder
-from memento_core.messages import Message, ToolCall
-from memento_core.summarize import ExtractiveSummarizer
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = REPO / "benchmarks" / "results"

@@ -44,8 +44,7 @@ from typing import Any
 from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 
-from memento_core.detector import Conversation, HotwordDetector, adetect_stream
-from memento_core.events import HotwordEvent
+from memento_core.hotwords import Conversation, HotwordDetector, HotwordEvent, adetect_stream
 
 REQUIRED_FIELDS = ("room_uid", "user_id", "msg", "api_key")
 MAX_FRAME_BYTES = 32_768

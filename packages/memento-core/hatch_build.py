@@ -1,4 +1,4 @@
-"""Hatch build hook: compile ``memento_core._hotfeed``, the detector's optional C fast path.
+"""Hatch build hook: compile ``hotwords._hotfeed``, the detector's optional C fast path.
 
 The extension is one C file with no dependencies but Python's headers, so it is compiled with
 the compiler Python was built with (``sysconfig``'s ``LDSHARED``; ``CC`` in the environment
@@ -6,7 +6,7 @@ overrides the compiler). A wheel gets the compiled module and a platform tag; an
 gets it next to the sources, which is where the editable install imports from.
 
 Without a working compiler (or with ``MEMENTO_PURE_PYTHON=1`` set at build time), the hook warns
-and builds a pure-Python wheel: ``memento_core.detector`` then runs its pure-Python path, with the
+and builds a pure-Python wheel: ``memento_core.hotwords`` then runs its pure-Python path, with the
 same detections.
 """
 
@@ -22,7 +22,7 @@ from typing import Any
 
 from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 
-SOURCE = Path("src", "memento_core", "_hotfeed.c")
+SOURCE = Path("src", "memento_core", "hotwords", "_hotfeed.c")
 
 
 class HotfeedBuildHook(BuildHookInterface):  # type: ignore[type-arg]
@@ -48,7 +48,7 @@ class HotfeedBuildHook(BuildHookInterface):  # type: ignore[type-arg]
             )
             return
         if version != "editable":
-            build_data["force_include"][str(output)] = f"memento_core/{filename}"
+            build_data["force_include"][str(output)] = f"memento_core/hotwords/{filename}"
         build_data["pure_python"] = False
         build_data["infer_tag"] = True
 

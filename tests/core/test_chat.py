@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from memento_core import InvalidContent, InvalidInput, InvalidScope, Memento, MemoryType, Scope
-from memento_core import chat as chat_module
-from memento_core.chat import (
+from memento_core import _chat as chat_module
+from memento_core._chat import (
     ChatMemory,
     FromSession,
     MessageTooLarge,
@@ -21,9 +21,9 @@ from memento_core.chat import (
     history,
     summarize_thread,
 )
-from memento_core.messages import Message, Role, ToolCall, from_openai, to_openai
-from memento_core.model import utcnow
-from memento_core.tokens import MESSAGE_OVERHEAD, WordPieceCounter, count_message
+from memento_core._messages import Message, Role, ToolCall, from_openai, to_openai
+from memento_core._model import utcnow
+from memento_core._tokens import MESSAGE_OVERHEAD, WordPieceCounter, count_message
 
 if TYPE_CHECKING:
     from conftest import StoreFactory
@@ -148,8 +148,8 @@ def test_default_counter_is_the_real_wordpiece_tokenizer() -> None:
 
 def test_counting_tokens_does_not_import_torch() -> None:
     code = (
-        "import sys; from memento_core.tokens import default_counter;"
-        "import memento_core.chat, memento_core.injection;"
+        "import sys; from memento_core._tokens import default_counter;"
+        "import memento_core._chat, memento_core._injection;"
         "assert default_counter().count('hello world') == 2;"
         "print('torch' in sys.modules, 'sentence_transformers' in sys.modules)"
     )

@@ -10,11 +10,11 @@ import threading
 from pathlib import Path
 
 import pytest
-from _hash_embedder import HashEmbedder
 
 from memento_core import Memento
-from memento_core.chat import ChatMemory, WindowPolicy
-from memento_core.messages import Message
+from memento_core._chat import ChatMemory, WindowPolicy
+from memento_core._messages import Message
+from memento_core.testing import HashEmbedder
 
 PER_WRITER = 25
 POLICY = WindowPolicy(max_messages=8, snapshot_on_overflow=False)
@@ -71,9 +71,9 @@ CHILD = textwrap.dedent(
     """
     import sys
     from memento_core import Memento
-    from memento_core.chat import ChatMemory, WindowPolicy
-    from memento_core.messages import Message
-    from _hash_embedder import HashEmbedder
+    from memento_core._chat import ChatMemory, WindowPolicy
+    from memento_core._messages import Message
+    from memento_core.testing import HashEmbedder
 
     url, prefix, name, count = sys.argv[1:5]
     mem = Memento.open(url=url, collection_prefix=prefix, embedder=HashEmbedder())

@@ -17,9 +17,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memento_core import Embedder, Memento
-from memento_core.chat import ChatMemory, MessageTooLarge, WindowPolicy
-from memento_core.messages import Message, Role, ToolCall
-from memento_core.tokens import count_message, default_counter
+from memento_core._chat import ChatMemory, MessageTooLarge, WindowPolicy
+from memento_core._messages import Message, Role, ToolCall
+from memento_core._tokens import count_message, default_counter
 
 WORDS = ["alpha", "beta", "gamma", "delta", "tokenization", "über", "数据", "🙂", "x1", "lisbon"]
 

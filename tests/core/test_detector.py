@@ -15,10 +15,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memento_core.detector import HotwordDetector, adetect_stream, detect_stream
 from memento_core.errors import InvalidInput
-from memento_core.events import MAX_EVENT_BYTES, HotwordDetected, HotwordEvent, MemoryDict
-from memento_core.hotwords import HotwordEntry, HotwordSet
+from memento_core.hotwords import (
+    MAX_EVENT_BYTES,
+    HotwordDetected,
+    HotwordDetector,
+    HotwordEntry,
+    HotwordEvent,
+    HotwordSet,
+    MemoryDict,
+    adetect_stream,
+    detect_stream,
+)
 
 PRODUCT_SET = HotwordSet.from_json(
     [

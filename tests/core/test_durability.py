@@ -15,9 +15,9 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from _hash_embedder import HashEmbedder
 
 from memento_core import Memento, Scope
+from memento_core.testing import HashEmbedder
 
 HERE = Path(__file__).resolve().parent
 ACKNOWLEDGED_BEFORE_KILL = 30
@@ -27,8 +27,7 @@ WRITER_SCRIPT = textwrap.dedent(
     """
     import sys
 
-    sys.path.insert(0, sys.argv[2])
-    from _hash_embedder import HashEmbedder
+    from memento_core.testing import HashEmbedder
     from memento_core import Memento, Scope
 
     store = Memento.open(sys.argv[1], embedder=HashEmbedder())

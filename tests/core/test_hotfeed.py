@@ -1,4 +1,4 @@
-"""The detector's compiled fast path (``memento_core._hotfeed``) against its pure-Python path.
+"""The detector's compiled fast path (``hotwords._hotfeed``) against its pure-Python path.
 
 The pure-Python path is the reference: on random sets, texts and chunkings, both must return the
 same events from every ``feed`` and ``flush``. The texts mix what the fast path takes (ASCII and
@@ -21,16 +21,22 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memento_core import detector as detector_module
-from memento_core.detector import Conversation, HotwordDetector, detect_stream
 from memento_core.errors import InvalidInput
-from memento_core.events import HotwordEvent
-from memento_core.hotwords import HotwordEntry, HotwordSet
-from memento_core.normalisation import StreamNormaliser
+from memento_core.hotwords import (
+    Conversation,
+    HotwordDetector,
+    HotwordEntry,
+    HotwordEvent,
+    HotwordSet,
+    StreamNormaliser,
+    detect_stream,
+)
+from memento_core.hotwords import _detector as detector_module
 
 COMPILED = detector_module._COMPILED_AUTOMATON
 needs_extension = pytest.mark.skipif(
-    COMPILED is None, reason="memento_core._hotfeed is not built (or MEMENTO_PURE_PYTHON is set)"
+    COMPILED is None,
+    reason="memento_core.hotwords._hotfeed is not built (or MEMENTO_PURE_PYTHON is set)",
 )
 
 
@@ -360,7 +366,7 @@ def test_no_memory_is_leaked() -> None:
 
 def test_memento_pure_python_forces_the_pure_path() -> None:
     code = (
-        "from memento_core.detector import HotwordDetector;"
+        "from memento_core.hotwords import HotwordDetector;"
         "from memento_core.hotwords import HotwordSet;"
         "print(HotwordDetector(HotwordSet.from_json([{'uid': 'a', 'v': ['x']}])).compiled)"
     )

@@ -14,8 +14,7 @@ from typing import Any
 import pytest
 from websockets.asyncio.client import ClientConnection, connect
 
-from memento_core.detector import HotwordDetector
-from memento_core.hotwords import HotwordSet
+from memento_core.hotwords import HotwordDetector, HotwordSet
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "hotword_stream_server.py"
 FRAME = 32_768

@@ -6,8 +6,7 @@ from __future__ import annotations
 import pytest
 
 from memento_core import Memento, Scope
-from memento_core.detector import Conversation
-from memento_core.events import HotwordDetected
+from memento_core.hotwords import Conversation, HotwordDetected
 
 ANN = Scope(user_id="ann")
 

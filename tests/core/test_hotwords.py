@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memento_core import hotwords
+from memento_core._model import MemoryItem
 from memento_core.errors import InvalidHotwords, InvalidInput, MementoError
 from memento_core.hotwords import (
     MAX_VARIANT_CHARS,
@@ -19,7 +19,7 @@ from memento_core.hotwords import (
     HotwordSet,
     check_hotword_variants,
 )
-from memento_core.model import MemoryItem
+from memento_core.hotwords import _sets as hotwords
 
 PRODUCT_JSON = (
     '[{"uid": "d3609c2758b7aa6b9", "v": ["도손", "Do Son"]},'

@@ -11,9 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memento_core import Embedder, InvalidInput, Memento, Privacy, Scope
-from memento_core.injection import HEADER, memory_injection
-from memento_core.messages import Role
-from memento_core.tokens import count_message, default_counter
+from memento_core._injection import HEADER, memory_injection
+from memento_core._messages import Role
+from memento_core._tokens import count_message, default_counter
 
 ANN = Scope(user_id="ann")
 BEN = Scope(user_id="ben")

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from memento_core import Embedder, Memento, MemoryNotFound, MemoryType, Scope
-from memento_core import memento as memento_module
+from memento_core import _memento as memento_module
 from memento_core.cli import main
 
 ANN = Scope(user_id="ann")

@@ -8,7 +8,7 @@ import unicodedata
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memento_core.normalisation import StreamNormaliser, normalise_text
+from memento_core.hotwords import StreamNormaliser, normalise_text
 
 # Characters chosen to stress the chunk boundary: Latin letters that take accents, combining
 # marks of different classes (they reorder), decomposed Hangul jamo, syllables with and without a

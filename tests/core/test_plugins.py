@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from memento_core import Memento, MemoryDraft, Scope, plugins
-from memento_core.events import HotwordEvent
+from memento_core.hotwords import HotwordEvent
 from memento_core.plugins import AdapterInfo, MementoHooks, hookimpl
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -134,7 +134,7 @@ def test_a_third_party_plugin_is_found_through_its_entry_point(tmp_path: Path) -
         "memento_echo",
         """
         from memento_core.plugins import hookimpl
-        from memento_core.summarize import ExtractiveSummarizer
+        from memento_core._summarize import ExtractiveSummarizer
 
         @hookimpl
         def memento_register_summarizers(register):

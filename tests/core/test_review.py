@@ -15,7 +15,7 @@ from memento_core import (
     ReviewPolicy,
     Scope,
 )
-from memento_core.worker import run_maintenance
+from memento_core._worker import run_maintenance
 
 if TYPE_CHECKING:
     from conftest import StoreFactory

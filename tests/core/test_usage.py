@@ -12,7 +12,7 @@ from uuid import uuid4
 import pytest
 
 from memento_core import Embedder, Memento, MemoryItem, Scope
-from memento_core.usage import UsageRecorder
+from memento_core._usage import UsageRecorder
 
 ANN = Scope(user_id="ann", project_id="apollo")
 USAGE_ONLY = {"relevance": 0.0, "recency": 0.0, "importance": 0.0, "usage": 1.0, "context": 0.0}

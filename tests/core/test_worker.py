@@ -25,7 +25,7 @@ from memento_core import (
     ReviewPolicy,
     Scope,
 )
-from memento_core.worker import MaintenanceReport, run_maintenance, run_worker
+from memento_core._worker import MaintenanceReport, run_maintenance, run_worker
 
 if TYPE_CHECKING:
     from conftest import StoreFactory
@@ -150,7 +150,7 @@ WORKER = textwrap.dedent(
     """
     import json, sys, threading
     from memento_core import Memento
-    from memento_core.worker import run_maintenance, run_worker
+    from memento_core._worker import run_maintenance, run_worker
 
     url, prefix = sys.argv[1:3]
     mem = Memento.open(url=url, collection_prefix=prefix)

@@ -5,7 +5,7 @@ printed only once the call it reports has returned — so the parent knows exact
 acknowledged when it kills this process. Config keys:
 
 ``store``: ``{"path": ...}`` (embedded) or ``{"url": ..., "prefix": ...}`` (Chroma server);
-``embedder``: ``"hash"`` (tests/core/_hash_embedder.py, starts fast) or ``"real"`` (MiniLM);
+``embedder``: ``"hash"`` (``testing.HashEmbedder``, fast) or ``"real"`` (MiniLM);
 ``job``: ``remember``, ``sleep`` or ``checkpoint`` (see the functions below).
 """
 
@@ -21,12 +21,7 @@ import time
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "core"))
-
-from _hash_embedder import HashEmbedder  # noqa: E402
-
-from memento_core import (  # noqa: E402
+from memento_core import (
     Memento,
     MementoError,
     MemoryDraft,
@@ -34,6 +29,7 @@ from memento_core import (  # noqa: E402
     Scope,
     plugins,
 )
+from memento_core.testing import HashEmbedder
 
 
 def say(**fields: Any) -> None:

@@ -19,10 +19,9 @@ from typing import IO, Any
 
 import pytest
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "core"))
+from memento_core.testing import HashEmbedder
 
-from _hash_embedder import HashEmbedder  # noqa: E402
+HERE = Path(__file__).resolve().parent
 
 __all__ = ["Child", "ChromaServer", "HashEmbedder", "child_env", "own_server", "seeded"]
 

@@ -19,7 +19,7 @@ from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
 from memento_core import Embedder, Memento, MemoryType, Scope
-from memento_core.chat import history
+from memento_core._chat import history
 from memento_langgraph import MementoSaver
 
 Fresh = Callable[[str], str]

@@ -26,8 +26,8 @@ from mcp import ClientSession
 from mcp.types import CallToolResult
 
 from memento_core import Memento, Scope
-from memento_core.chat import ChatMemory
-from memento_core.model import utcnow
+from memento_core._chat import ChatMemory
+from memento_core._model import utcnow
 
 CALL_SECONDS = 300
 """A guard against a hung server, not a timing assertion."""

@@ -9,7 +9,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from memento_core import MemoryItem, Privacy, Scope
-from memento_core.filters import FILTER_FIELDS
+from memento_core._filters import FILTER_FIELDS
 
 _FUZZ = os.environ.get("MEMENTO_FUZZ_EXAMPLES")
 

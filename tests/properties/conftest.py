@@ -13,19 +13,13 @@ Profiles (see ``README.md`` here):
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, Phase, settings
 
 from memento_core import Embedder, Memento
-
-# The deterministic hash embedder lives with the core tests; one copy of it for both.
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "core"))
-
-from _hash_embedder import HashEmbedder
+from memento_core.testing import HashEmbedder
 
 _COMMON = {
     "deadline": None,

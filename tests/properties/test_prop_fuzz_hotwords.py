@@ -26,9 +26,9 @@ from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
 from memento_core import HotwordDetected, HotwordDetector, HotwordEntry, HotwordSet, InvalidInput
-from memento_core.detector import _is_word_char, detect_stream
 from memento_core.errors import InvalidHotwords
-from memento_core.normalisation import normalise_text
+from memento_core.hotwords import normalise_text
+from memento_core.hotwords._detector import _is_word_char, detect_stream
 
 HARD = [
     "a", "b", "e", "s", "k", "i", "A", "S", "K", "I", "3", "4", "_", " ", "  ", "\t", "\n",

@@ -36,7 +36,7 @@ SEED = [
 @pytest.fixture(scope="module")
 def incoming(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
     """A valid export of other memories, with links and feedback: what gets mutated."""
-    from _hash_embedder import HashEmbedder
+    from memento_core.testing import HashEmbedder
 
     with Memento.open(tmp_path_factory.mktemp("incoming"), embedder=HashEmbedder()) as mem:
         a = mem.remember("An imported memory about tea", scope=Scope(user_id="cy"))

@@ -26,8 +26,8 @@ from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from memento_core import FOREVER, Memento, MemoryDraft, Recalled, Scope
-from memento_core.keyword import tokenize
-from memento_core.model import utcnow
+from memento_core._candidate_index import tokenize
+from memento_core._model import utcnow
 
 words = st.text(st.sampled_from("abcdefghijklmnopqrstuvwxyz"), min_size=3, max_size=9)
 texts = st.lists(words, min_size=1, max_size=6).map(" ".join)

@@ -43,7 +43,7 @@ from memento_core import (
     RecallFilter,
     Scope,
 )
-from memento_core.filters import FILTER_FIELDS
+from memento_core._filters import FILTER_FIELDS
 
 MUTATIONS = [
     str.upper,

@@ -20,12 +20,12 @@ from pathlib import Path
 from uuid import uuid4
 
 import pytest
-from _hash_embedder import HashEmbedder
 from _prop_support import budget, ids, json_values
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memento_core import Memento, MemoryDraft, Scope
+from memento_core.testing import HashEmbedder
 
 # Text core takes as content: any Unicode but lone surrogates, and not blank.
 valid_chars = st.characters(exclude_categories=("Cs",))

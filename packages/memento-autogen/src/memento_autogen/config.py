@@ -6,8 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from memento_core._memento import MAX_RECALL_LIMIT
 from memento_core.embedding import DEFAULT_MODEL
-from memento_core.memento import MAX_RECALL_LIMIT
 
 
 class MementoMemoryConfig(BaseModel):

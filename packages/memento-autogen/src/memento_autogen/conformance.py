@@ -19,7 +19,7 @@ from memento_autogen.config import MementoMemoryConfig
 from memento_autogen.hotwords import with_hotwords
 from memento_autogen.memory import MementoMemory
 from memento_core import Memento, Scope
-from memento_core.events import HotwordEvent
+from memento_core.hotwords import HotwordEvent
 from memento_core.testing import Hit
 
 

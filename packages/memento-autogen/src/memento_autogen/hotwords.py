@@ -2,7 +2,7 @@
 
 ``with_hotwords`` wraps the stream of ``agent.run_stream(...)`` (or a team's): it yields every
 item unchanged and, just before the streaming chunk that completed a memory's hotword, a
-``memento_core.events.HotwordEvent`` (``event.to_json()`` is the wire form). The text searched
+``memento_core.hotwords.HotwordEvent`` (``event.to_json()`` is the wire form). The text searched
 is the model's streamed tokens — the ``ModelClientStreamingChunkEvent`` items an agent emits
 with ``model_client_stream=True`` — so a hotword split across tokens is found, and the final
 message, which repeats those tokens, is not searched twice::
@@ -22,8 +22,7 @@ from typing import TypeVar
 from autogen_agentchat.messages import ModelClientStreamingChunkEvent
 
 from memento_core import Memento, Scope
-from memento_core.detector import adetect_stream
-from memento_core.events import HotwordEvent
+from memento_core.hotwords import HotwordEvent, adetect_stream
 
 __all__ = ["streamed_text", "with_hotwords"]
 

@@ -42,7 +42,7 @@ from memento_core import (
     Recalled,
     Scope,
 )
-from memento_core.model import parse_enum
+from memento_core._model import parse_enum
 
 TRACE_KEY = "autogen"
 """The key of the AutoGen provenance in a memory's ``origin_trace``."""

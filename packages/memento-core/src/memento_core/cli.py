@@ -11,9 +11,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from memento_core._memento import Memento
+from memento_core._model import FeedbackKind, LinkType, MemoryItem, MemoryType, Privacy, Scope
 from memento_core.errors import InvalidInput, MementoError
-from memento_core.memento import Memento
-from memento_core.model import FeedbackKind, LinkType, MemoryItem, MemoryType, Privacy, Scope
 
 EXIT_USAGE = 2
 
@@ -100,7 +100,7 @@ def _snippet(item: MemoryItem, width: int = 60) -> str:
 
 
 def cmd_get(args: argparse.Namespace) -> None:
-    from memento_core.transfer import memory_record
+    from memento_core._transfer import memory_record
 
     with _open(args) as mem:
         item = mem.get(args.id)
@@ -276,7 +276,7 @@ def cmd_erase_user(args: argparse.Namespace) -> None:
 
 
 def cmd_worker(args: argparse.Namespace) -> None:
-    from memento_core.worker import MaintenanceReport, run_worker
+    from memento_core._worker import MaintenanceReport, run_worker
 
     def show(report: MaintenanceReport) -> None:
         facts = sum(len(s.written) for s in report.sleeps.values())

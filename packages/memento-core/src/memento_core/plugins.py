@@ -22,11 +22,11 @@ from typing import TYPE_CHECKING, Any
 import pluggy
 
 if TYPE_CHECKING:
+    from memento_core._memento import Memento
+    from memento_core._model import MemoryItem, Scope
+    from memento_core._ranking import Recalled
+    from memento_core._summarize import Summarizer
     from memento_core.embedding import Embedder
-    from memento_core.memento import Memento
-    from memento_core.model import MemoryItem, Scope
-    from memento_core.ranking import Recalled
-    from memento_core.summarize import Summarizer
 
 PROJECT = "memento"
 ENTRY_POINT_GROUP = "memento"
@@ -92,7 +92,7 @@ class MementoHooks:
 
     @hookspec
     def memento_on_hotword(self, event: Any) -> None:
-        """Called for every hotword event a detector emits (``memento_core.events``). An
+        """Called for every hotword event a detector emits (``memento_core.hotwords``). An
         observer; keep it fast — it runs on the streaming path."""
 
 
@@ -128,7 +128,7 @@ def _load() -> pluggy.PluginManager:
     for name in blocked:
         pm.set_blocked(name)
     if BUILTINS not in blocked:
-        from memento_core import builtins
+        from memento_core import _default_plugins as builtins
 
         pm.register(builtins, name=BUILTINS)
         _registry.distributions[BUILTINS] = f"memento-core {version('memento-core')}"

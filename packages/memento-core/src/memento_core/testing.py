@@ -1,4 +1,5 @@
-"""The cross-adapter conformance scenarios, reusable by any adapter (no pytest needed).
+"""Test support for Memento and its adapters: the cross-adapter conformance scenarios, reusable by
+any adapter (no pytest needed), and ``HashEmbedder``, a cheap deterministic embedder.
 
 An adapter proves it keeps Memento's contract by offering a *driver*: a small object that
 performs the scenario steps through the adapter's own framework API (its store, memory class,
@@ -12,14 +13,19 @@ A third-party adapter registers its driver factory in ``AdapterInfo.conformance_
 
 from __future__ import annotations
 
+import hashlib
 import math
+import re
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from memento_core.memento import Memento
-from memento_core.model import Scope
+import numpy as np
+import numpy.typing as npt
+
+from memento_core._memento import Memento
+from memento_core._model import Scope
 
 SCORE_TOLERANCE = 1e-6
 
@@ -81,8 +87,7 @@ class CoreDriver:
         self.mem.forget(memory_id, hard=True)
 
     def hotword_events(self, chunks: Sequence[str], *, connection_id: str) -> list[dict[str, Any]]:
-        from memento_core.detector import detect_stream
-        from memento_core.events import HotwordEvent
+        from memento_core.hotwords import HotwordEvent, detect_stream
 
         conversation = self.mem.hotword_detector().conversation(connection_id)
         return [
@@ -211,3 +216,31 @@ def run_all(drivers: Sequence[ConformanceDriver], mem: Memento) -> None:
             scenario(drivers, mem)
         else:
             scenario(drivers)
+
+
+HASH_DIMENSION = 32
+
+
+class HashEmbedder:
+    """A cheap, deterministic embedder for tests that must start fast (a child process, say):
+    each word adds ±1 to a bucket chosen by its hash; rows are L2-normalised. A real embedder,
+    just not a good one; reopen its stores with the same class (same name and dimension)."""
+
+    name = "test-hash-embedder"
+    dimension = HASH_DIMENSION
+
+    def embed_documents(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        rows = np.zeros((len(texts), HASH_DIMENSION), dtype=np.float32)
+        for row, text in zip(rows, texts):
+            for word in re.findall(r"\w+", text.casefold()) or [text]:
+                digest = hashlib.blake2b(word.encode("utf-8"), digest_size=2).digest()
+                row[digest[0] % HASH_DIMENSION] += 1.0 if digest[1] & 1 else -1.0
+            norm = float(np.linalg.norm(row))
+            if norm == 0.0:  # words that cancel out: any fixed unit vector will do
+                row[0], norm = 1.0, 1.0
+            row /= norm
+        return rows
+
+    def embed_query(self, text: str) -> npt.NDArray[np.float32]:
+        row: npt.NDArray[np.float32] = self.embed_documents([text])[0]
+        return row

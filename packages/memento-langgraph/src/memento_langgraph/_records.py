@@ -20,7 +20,7 @@ from langgraph.checkpoint.base import writes_sort_key
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from memento_core import Memento
-from memento_core.storage import PLACEHOLDER_VECTOR
+from memento_core._storage import PLACEHOLDER_VECTOR
 
 __all__ = ["CheckpointRecords", "Record", "decode"]
 

@@ -1,6 +1,6 @@
 """Hotword events on LangGraph's custom stream.
 
-Core detects hotwords (``memento_core.detector``); this module only feeds it a graph's text and
+Core detects hotwords (``memento_core.hotwords``); this module only feeds it a graph's text and
 writes each event, as its protocol dictionary (``event.to_dict()``), with LangGraph's
 ``get_stream_writer()``. Consume them with ``graph.stream(..., stream_mode="custom")``.
 
@@ -28,9 +28,14 @@ from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langgraph.config import get_config, get_stream_writer
 
 from memento_core import Memento, Scope
-from memento_core.detector import Conversation, HotwordDetector, adetect_stream, detect_stream
-from memento_core.events import HotwordEvent
-from memento_core.hotwords import HotwordSet
+from memento_core.hotwords import (
+    Conversation,
+    HotwordDetector,
+    HotwordEvent,
+    HotwordSet,
+    adetect_stream,
+    detect_stream,
+)
 from memento_langgraph.messages import as_langchain
 from memento_langgraph.nodes import scope_from_config
 

@@ -24,9 +24,9 @@ from langchain_core.messages import (
 )
 
 from memento_core import InvalidInput, Memento, Scope
-from memento_core.chat import ChatMemory, WindowPolicy
-from memento_core.messages import Message, Role, ToolCall
-from memento_core.summarize import Summarizer
+from memento_core._chat import ChatMemory, WindowPolicy
+from memento_core._messages import Message, Role, ToolCall
+from memento_core._summarize import Summarizer
 
 __all__ = ["INJECTED_PREFIX", "archive_messages", "to_memento_messages"]
 

@@ -56,8 +56,8 @@ from memento_core import (
     MemoryNotFound,
     MemoryType,
 )
-from memento_core.memento import MAX_RECALL_LIMIT
-from memento_core.policies import FOREVER
+from memento_core._memento import MAX_RECALL_LIMIT
+from memento_core._policies import FOREVER
 from memento_langgraph.filters import check_filter, matches_filter
 from memento_langgraph.namespaces import (
     INDEXED_TAG,

@@ -10,8 +10,8 @@ from llama_index.core.bridge.pydantic import ConfigDict, Field
 from llama_index.core.memory.memory import BaseMemoryBlock
 
 from memento_core import Memento
-from memento_core.memento import MAX_RECALL_LIMIT
-from memento_core.model import check_scope_value
+from memento_core._memento import MAX_RECALL_LIMIT
+from memento_core._model import check_scope_value
 from memento_llamaindex.connection import MementoConnection
 from memento_llamaindex.mapping import drafts_from_messages, latest_user_text
 

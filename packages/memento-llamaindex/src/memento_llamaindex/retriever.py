@@ -11,7 +11,7 @@ from llama_index.core.callbacks import CallbackManager
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
 from memento_core import Memento, MemoryNotFound, Recalled, RecallFilter, Scope
-from memento_core.memento import MAX_RECALL_LIMIT
+from memento_core._memento import MAX_RECALL_LIMIT
 
 
 class MementoRetriever(BaseRetriever):

@@ -29,13 +29,13 @@ from memento_core import (
     Privacy,
     Recalled,
     Scope,
-    transfer,
 )
+from memento_core import _transfer as transfer
 
 if TYPE_CHECKING:
     from memento_core import Memento
-    from memento_core.consolidation import SleepReport
-    from memento_core.injection import Injection
+    from memento_core._consolidation import SleepReport
+    from memento_core._injection import Injection
 
 EXPORT_FORMATS = ("ndjson", "markdown", "csv")
 
@@ -97,7 +97,7 @@ class ScopedMemento:
 
     def inject(self, query: str, *, token_budget: int) -> Injection:
         """The memories relevant to ``query``, packed into ``token_budget`` tokens."""
-        from memento_core.injection import memory_injection
+        from memento_core._injection import memory_injection
 
         return memory_injection(self.mem, query, token_budget=token_budget, scope=self.scope)
 
@@ -196,7 +196,7 @@ class ScopedMemento:
 
     def summarize_thread(self, session_id: str) -> str:
         """Summarise one of the user's chat sessions into an episodic memory of theirs."""
-        from memento_core.chat import summarize_thread
+        from memento_core._chat import summarize_thread
 
         if _has_foreign_messages(self.mem, session_id, self.user_id):
             # The same words core uses for an empty session: a foreign session id leaks nothing.
@@ -210,8 +210,8 @@ def _has_foreign_messages(mem: Memento, session_id: str, user_id: str) -> bool:
     ``summarize_thread`` reads a session whoever wrote it, and its summary would land in this
     user's memories: a session id must not open another user's conversation.
     """
-    from memento_core import chat
-    from memento_core.model import check_scope_value
+    from memento_core import _chat as chat
+    from memento_core._model import check_scope_value
 
     if not isinstance(session_id, str) or check_scope_value(session_id, "session_id") is None:
         return False  # core refuses it with its own message

@@ -13,7 +13,7 @@ from mcp_types import ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from memento_core import MAX_CONTENT_CHARS, InvalidInput
-from memento_core.model import as_utc
+from memento_core._model import as_utc
 from memento_mcp.scoped import ScopedMemento
 from memento_mcp.views import (
     DueItem,

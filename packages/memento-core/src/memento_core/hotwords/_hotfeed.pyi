@@ -1,9 +1,9 @@
-"""Types of the compiled fast path of ``memento_core.detector`` (``_hotfeed.c``)."""
+"""Types of the compiled fast path of ``memento_core.hotwords._detector`` (``_hotfeed.c``)."""
 
 from collections.abc import Sequence
 from typing import Literal, final
 
-from memento_core.events import HotwordEvent
+from memento_core.hotwords._events import HotwordEvent
 
 # What Scanner.feed returns: the matches as (end offset, key index), None, or False (declined).
 _Found = list[tuple[int, int]] | Literal[False] | None
@@ -51,7 +51,7 @@ class Scanner:
     def reset(self) -> None: ...
 
 class ConversationBase:
-    """The base class of ``memento_core.detector.Conversation``: its compiled ``feed``."""
+    """The base class of ``memento_core.hotwords._detector.Conversation``: its compiled ``feed``."""
 
     def feed(self, text_chunk: str) -> tuple[HotwordEvent, ...]:
         """On the compiled path: ``Scanner.feed`` the chunk; then, if the scanner took it and

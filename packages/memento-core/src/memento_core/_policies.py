@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Literal
 
+from memento_core._model import MemoryType, parse_enum
 from memento_core.errors import InvalidInput
-from memento_core.model import MemoryType, parse_enum
 
 FOREVER: Literal["forever"] = "forever"
 """Pass as ``retention`` to keep a memory regardless of its type's or tags' retention."""

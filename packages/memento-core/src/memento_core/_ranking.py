@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from memento_core._model import MemoryItem, MemoryType
 from memento_core.errors import InvalidInput
-from memento_core.model import MemoryItem, MemoryType
 
 # How fast recency fades, as a half-life per memory type: a chat turn is stale in a day,
 # an episode in a month, a fact or a procedure lasts.

@@ -7,10 +7,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from memento_core.drafts import used_fields
-from memento_core.errors import InvalidInput
-from memento_core.filters import live_clause, visibility_clause
-from memento_core.model import (
+from memento_core._drafts import used_fields
+from memento_core._filters import live_clause, visibility_clause
+from memento_core._model import (
     LinkType,
     MemoryItem,
     Scope,
@@ -18,11 +17,12 @@ from memento_core.model import (
     check_scope_value,
     utcnow,
 )
-from memento_core.ranking import recency, usage
-from memento_core.storage import PAGE, item_from_record, to_micros
+from memento_core._ranking import recency, usage
+from memento_core._storage import PAGE, item_from_record, to_micros
+from memento_core.errors import InvalidInput
 
 if TYPE_CHECKING:
-    from memento_core.memento import Memento
+    from memento_core._memento import Memento
 
 DEFAULT_GRACE = timedelta(days=30)
 DEFAULT_UNUSED = timedelta(days=30)

@@ -22,14 +22,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from memento_core.errors import (
-    EmbedderMismatch,
-    InvalidInput,
-    NotAMementoStore,
-    StoreError,
-    StoreUnavailable,
-)
-from memento_core.model import (
+from memento_core._model import (
     FeedbackEvent,
     FeedbackKind,
     Link,
@@ -38,6 +31,13 @@ from memento_core.model import (
     MemoryType,
     Privacy,
     Scope,
+)
+from memento_core.errors import (
+    EmbedderMismatch,
+    InvalidInput,
+    NotAMementoStore,
+    StoreError,
+    StoreUnavailable,
 )
 
 SCHEMA_VERSION = 1

@@ -12,9 +12,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from memento_core.drafts import is_live
-from memento_core.errors import InvalidFilter, InvalidInput, InvalidScope
-from memento_core.model import (
+from memento_core._drafts import is_live
+from memento_core._model import (
     MemoryItem,
     MemoryType,
     Privacy,
@@ -24,7 +23,8 @@ from memento_core.model import (
     check_tags,
     parse_enum,
 )
-from memento_core.storage import to_micros
+from memento_core._storage import to_micros
+from memento_core.errors import InvalidFilter, InvalidInput, InvalidScope
 
 FILTER_FIELDS = (
     "types",

@@ -16,9 +16,8 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from memento_core import writing
-from memento_core.errors import InvalidImport, InvalidInput, MementoError
-from memento_core.model import (
+from memento_core import _writing as writing
+from memento_core._model import (
     FeedbackEvent,
     FeedbackKind,
     Link,
@@ -34,7 +33,7 @@ from memento_core.model import (
     check_text,
     parse_enum,
 )
-from memento_core.storage import (
+from memento_core._storage import (
     PLACEHOLDER_VECTOR,
     event_from_record,
     event_metadata,
@@ -42,9 +41,10 @@ from memento_core.storage import (
     link_metadata,
     to_micros,
 )
+from memento_core.errors import InvalidImport, InvalidInput, MementoError
 
 if TYPE_CHECKING:
-    from memento_core.memento import Memento
+    from memento_core._memento import Memento
 
 FORMATS = ("ndjson", "markdown", "csv")
 CSV_COLUMNS = (

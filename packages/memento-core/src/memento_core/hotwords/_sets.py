@@ -2,7 +2,7 @@
 
 A memory's hotwords are ordered variants of one name, such as
 ``["조말론", "조 말론 런던", "Jo Malone"]``. The first is its primary name; order also breaks ties
-(see ``memento_core.detector``). The JSON form is the product's::
+(see ``memento_core.hotwords``). The JSON form is the product's::
 
     [{"uid": "d3609c2758b7aa6b9", "v": ["도손", "Do Son"]}, ...]
 
@@ -10,7 +10,7 @@ where an entry may also carry ``"data"``, the memory's dictionary payload.
 
 Rules:
 
-- A variant is a string that is not blank once normalised (see ``memento_core.normalisation``),
+- A variant is a string that is not blank once normalised (see ``memento_core.hotwords``),
   has no control characters other than whitespace, and is at most ``MAX_VARIANT_CHARS`` long.
   Variants of one uid that normalise alike are kept as written; the first of them is reported.
 - A uid appears once per set.
@@ -31,9 +31,9 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from memento_core._model import MemoryItem, check_json
 from memento_core.errors import InvalidHotwords, InvalidInput
-from memento_core.model import MemoryItem, check_json
-from memento_core.normalisation import normalise_text
+from memento_core.hotwords._normalisation import normalise_text
 
 __all__ = [
     "MAX_TOTAL_VARIANTS",

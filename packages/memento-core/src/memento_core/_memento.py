@@ -12,13 +12,17 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from memento_core import consolidation, lifecycle, plugins, retrieval, writing
-from memento_core.chat import ChatMemory, FromSession, WindowPolicy, erase_user_messages
-from memento_core.chat import history as chat_history
-from memento_core.chat import summarize_thread as archive_thread
-from memento_core.consolidation import SleepReport
-from memento_core.detector import HotwordDetector
-from memento_core.drafts import (
+from memento_core import _consolidation as consolidation
+from memento_core import _lifecycle as lifecycle
+from memento_core import _retrieval as retrieval
+from memento_core import _writing as writing
+from memento_core import plugins
+from memento_core._candidate_index import CandidateIndex, Visibility, matched_terms
+from memento_core._chat import ChatMemory, FromSession, WindowPolicy, erase_user_messages
+from memento_core._chat import history as chat_history
+from memento_core._chat import summarize_thread as archive_thread
+from memento_core._consolidation import SleepReport
+from memento_core._drafts import (
     MAX_TITLE_CHARS,
     MemoryDraft,
     check_id,
@@ -26,21 +30,17 @@ from memento_core.drafts import (
     used_fields,
     validate_draft,
 )
-from memento_core.embedding import CachingEmbedder, Embedder, SentenceTransformerEmbedder
-from memento_core.errors import InvalidInput, MemoryNotFound
-from memento_core.filters import RecallFilter, live_clause, visibility_clause
-from memento_core.hotwords import HotwordSet
-from memento_core.injection import Injection, memory_injection
-from memento_core.keyword import KeywordIndex, Visibility, matched_terms
-from memento_core.lifecycle import (
+from memento_core._filters import RecallFilter, live_clause, visibility_clause
+from memento_core._injection import Injection, memory_injection
+from memento_core._lifecycle import (
     DEFAULT_GRACE,
     DEFAULT_UNUSED,
     ErasureReport,
     ForgetCandidate,
     PurgeReport,
 )
-from memento_core.messages import Message
-from memento_core.model import (
+from memento_core._messages import Message
+from memento_core._model import (
     FeedbackEvent,
     FeedbackKind,
     Link,
@@ -54,13 +54,13 @@ from memento_core.model import (
     parse_enum,
     utcnow,
 )
-from memento_core.policies import (
+from memento_core._policies import (
     Retention,
     RetentionPolicy,
     ReviewPolicy,
 )
-from memento_core.ranking import RankingWeights, Recalled, rank
-from memento_core.storage import (
+from memento_core._ranking import RankingWeights, Recalled, rank
+from memento_core._storage import (
     PLACEHOLDER_VECTOR,
     ChromaStore,
     StoreInfo,
@@ -72,10 +72,13 @@ from memento_core.storage import (
     link_metadata,
     to_micros,
 )
-from memento_core.summarize import Summarizer
-from memento_core.tokens import TokenCounter
-from memento_core.twins import async_twin
-from memento_core.usage import UsageRecorder
+from memento_core._summarize import Summarizer
+from memento_core._tokens import TokenCounter
+from memento_core._twins import async_twin
+from memento_core._usage import UsageRecorder
+from memento_core.embedding import CachingEmbedder, Embedder, SentenceTransformerEmbedder
+from memento_core.errors import InvalidInput, MemoryNotFound
+from memento_core.hotwords import HotwordDetector, HotwordSet
 
 DEFAULT_PATH = Path(".memento")
 """Where ``Memento.open()`` keeps an embedded store when no path is given (or ``$MEMENTO_PATH``)."""
@@ -128,7 +131,7 @@ class Memento:
         self.hotword_refresh = 5.0
         self._hotword_generation = 0
         self._detectors: dict[tuple[Scope | None, bool], tuple[HotwordDetector, int, float]] = {}
-        self._keywords = KeywordIndex()
+        self._keywords = CandidateIndex()
         self._keyword_count = -1
         self._timeline: dict[Scope, tuple[str, datetime]] = {}
         self._shared = "://" in store.location
@@ -621,7 +624,7 @@ class Memento:
         summarizer: Summarizer | None = None,
     ) -> ChatMemory:
         """The working memory of one chat session: a message or token window over its durable
-        history (see ``memento_core.chat``). Building it reads nothing — the store is read on
+        history (see ``memento_core._chat``). Building it reads nothing — the store is read on
         first use — so it has no async twin; the ``ChatMemory`` has ``aappend``, ``awindow``, …
         """
         return ChatMemory(
@@ -656,7 +659,7 @@ class Memento:
         filter: RecallFilter | Mapping[str, Any] | None = None,
     ) -> Injection:
         """The best memories for ``query`` packed into ``token_budget`` tokens, as the text of a
-        system message and as items (see ``memento_core.injection``)."""
+        system message and as items (see ``memento_core._injection``)."""
         return memory_injection(
             self,
             query,
@@ -749,14 +752,14 @@ class Memento:
         summarizer: Summarizer | None = None,
         on_progress: Callable[[int, int], None] | None = None,
     ) -> SleepReport:
-        """Consolidate a user's episodes into facts (see ``memento_core.consolidation``)."""
+        """Consolidate a user's episodes into facts (see ``memento_core._consolidation``)."""
         return consolidation.sleep(
             self, scope, since=since, summarizer=summarizer, on_progress=on_progress
         )
 
     def export(self, fmt: str = "ndjson") -> Iterator[str]:
         """The whole store as lines of ``ndjson`` (lossless), ``markdown`` or ``csv``."""
-        from memento_core.transfer import export_lines
+        from memento_core._transfer import export_lines
 
         return export_lines(self, fmt)
 
@@ -764,7 +767,7 @@ class Memento:
         self, lines: Iterable[str], *, on_progress: Callable[[int], None] | None = None
     ) -> dict[str, int]:
         """Load an NDJSON export; every line is checked before anything is written."""
-        from memento_core.transfer import import_ndjson
+        from memento_core._transfer import import_ndjson
 
         return import_ndjson(self, lines, on_progress=on_progress)
 

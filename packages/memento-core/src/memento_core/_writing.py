@@ -15,13 +15,13 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from memento_core import plugins
-from memento_core.drafts import keyword_visibility, replacement
+from memento_core._drafts import keyword_visibility, replacement
+from memento_core._model import MemoryItem
+from memento_core._storage import item_from_record, item_metadata
 from memento_core.embedding import text_hash
-from memento_core.model import MemoryItem
-from memento_core.storage import item_from_record, item_metadata
 
 if TYPE_CHECKING:
-    from memento_core.memento import Memento
+    from memento_core._memento import Memento
 
 BATCH_SIZE = 256
 """Memories embedded and written to Chroma per call (``remember_many``'s default, and import's)."""

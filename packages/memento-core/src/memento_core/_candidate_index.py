@@ -231,7 +231,7 @@ class Visibility:
     privacy: str
 
 
-class KeywordIndex:
+class CandidateIndex:
     """The in-memory candidate index: BM25 (Okapi) postings and unit vectors over memory ids,
     with visibility pre-filtering.
 

@@ -1,4 +1,4 @@
-/* memento_core._hotfeed: the compiled fast path of memento_core.detector.
+/* memento_core.hotwords._hotfeed: the compiled fast path of memento_core.hotwords._detector.
  *
  * Three types:
  *
@@ -462,7 +462,7 @@ static PyGetSetDef Automaton_getset[] = {
 static PySequenceMethods Automaton_as_sequence = {.sq_length = (lenfunc)Automaton_len};
 
 static PyTypeObject AutomatonType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "memento_core._hotfeed.Automaton",
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "memento_core.hotwords._hotfeed.Automaton",
     .tp_doc = "Automaton(keys): Aho-Corasick over bytes; keys are bytes as Latin-1 strings.",
     .tp_basicsize = sizeof(AutomatonObject),
     .tp_flags = Py_TPFLAGS_DEFAULT,
@@ -812,7 +812,7 @@ static PyGetSetDef Scanner_getset[] = {
 };
 
 static PyTypeObject ScannerType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "memento_core._hotfeed.Scanner",
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "memento_core.hotwords._hotfeed.Scanner",
     .tp_doc = "One conversation's place in an Automaton; made by Automaton.scanner.",
     .tp_basicsize = sizeof(ScannerObject),
     .tp_flags = Py_TPFLAGS_DEFAULT,
@@ -1041,7 +1041,7 @@ static PyMethodDef ConversationBase_methods[] = {
      "feed($self, /, text_chunk)\n--\n\n"
      "Feed the next chunk of a streamed text; return the events decided by it (a tuple).\n\n"
      "A hotword that ends exactly at the end of this chunk may be reported by the next ``feed``\n"
-     "or by ``flush`` (see ``memento_core.detector``); ``detect_stream`` keeps such a chunk back\n"
+     "or by ``flush`` (see ``memento_core.hotwords._detector``); ``detect_stream`` keeps such a chunk back\n"
      "so its events still come first."},
     {"_attach_scanner", (PyCFunction)ConversationBase_attach_scanner, METH_VARARGS,
      "_attach_scanner(scanner, targets, fired): take the compiled path."},
@@ -1052,8 +1052,8 @@ static PyMethodDef ConversationBase_methods[] = {
 };
 
 static PyTypeObject ConversationBaseType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "memento_core._hotfeed.ConversationBase",
-    .tp_doc = "The base class of memento_core.detector.Conversation: its compiled feed method.",
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "memento_core.hotwords._hotfeed.ConversationBase",
+    .tp_doc = "The base class of memento_core.hotwords._detector.Conversation: its compiled feed method.",
     .tp_basicsize = sizeof(ConversationBaseObject),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
     .tp_new = PyType_GenericNew,
@@ -1065,8 +1065,8 @@ static PyTypeObject ConversationBaseType = {
 
 static struct PyModuleDef hotfeed_module = {
     PyModuleDef_HEAD_INIT,
-    .m_name = "memento_core._hotfeed",
-    .m_doc = "The compiled fast path of memento_core.detector.",
+    .m_name = "memento_core.hotwords._hotfeed",
+    .m_doc = "The compiled fast path of memento_core.hotwords._detector.",
     .m_size = -1,
 };
 

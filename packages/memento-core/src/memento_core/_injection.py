@@ -16,15 +16,15 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from memento_core._candidate_index import tokenize
+from memento_core._filters import RecallFilter
+from memento_core._messages import Message
+from memento_core._model import MemoryItem, MemoryType, Scope
+from memento_core._tokens import TokenCounter, count_message, default_counter
 from memento_core.errors import InvalidInput
-from memento_core.filters import RecallFilter
-from memento_core.keyword import tokenize
-from memento_core.messages import Message
-from memento_core.model import MemoryItem, MemoryType, Scope
-from memento_core.tokens import TokenCounter, count_message, default_counter
 
 if TYPE_CHECKING:
-    from memento_core.memento import Memento
+    from memento_core._memento import Memento
 
 __all__ = ["HEADER", "InjectedMemory", "Injection", "memory_injection"]
 

@@ -8,10 +8,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from memento_core.errors import InvalidInput
-from memento_core.hotwords import check_hotword_variants
-from memento_core.keyword import Visibility
-from memento_core.model import (
+from memento_core._candidate_index import Visibility
+from memento_core._model import (
     MemoryItem,
     MemoryType,
     Privacy,
@@ -24,8 +22,10 @@ from memento_core.model import (
     content_key,
     parse_enum,
 )
-from memento_core.policies import Retention, RetentionPolicy, ReviewPolicy, check_duration
-from memento_core.storage import to_micros
+from memento_core._policies import Retention, RetentionPolicy, ReviewPolicy, check_duration
+from memento_core._storage import to_micros
+from memento_core.errors import InvalidInput
+from memento_core.hotwords import check_hotword_variants
 
 MAX_TITLE_CHARS = 500
 MAX_ID_CHARS = 256

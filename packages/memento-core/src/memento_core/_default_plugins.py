@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Any
 from memento_core.plugins import hookimpl
 
 if TYPE_CHECKING:
+    from memento_core._summarize import Summarizer
     from memento_core.embedding import Embedder
-    from memento_core.summarize import Summarizer
 
 
 def _sentence_transformers(**options: Any) -> Embedder:
@@ -19,7 +19,7 @@ def _sentence_transformers(**options: Any) -> Embedder:
 
 
 def _extractive(**options: Any) -> Summarizer:
-    from memento_core.summarize import ExtractiveSummarizer
+    from memento_core._summarize import ExtractiveSummarizer
 
     return ExtractiveSummarizer(**options)
 

@@ -1,6 +1,6 @@
 """Recall's candidates: the nearest and the best keyword matches a viewer may see, read by id.
 
-Each process keeps an in-memory candidate index (``keyword.KeywordIndex``: BM25 postings and unit
+Each process keeps an in-memory candidate index (``keyword.CandidateIndex``: BM25 postings and unit
 vectors, with each memory's owner, project and privacy). Recall searches it exactly, then reads
 the candidates from Chroma by id and decides visibility and the filter on the records read.
 Chroma's own filtered vector query evaluates the ``where`` over the whole collection (~0.5 s at
@@ -13,13 +13,13 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from memento_core.filters import RecallFilter, is_visible
-from memento_core.model import MemoryItem, Scope
-from memento_core.ranking import Candidate
-from memento_core.storage import item_from_record
+from memento_core._filters import RecallFilter, is_visible
+from memento_core._model import MemoryItem, Scope
+from memento_core._ranking import Candidate
+from memento_core._storage import item_from_record
 
 if TYPE_CHECKING:
-    from memento_core.memento import Memento
+    from memento_core._memento import Memento
 
 
 def candidates(

@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
-from memento_core.model import MemoryItem
+from memento_core._model import MemoryItem
 
 log = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """Hotword detection in streamed text: one Aho–Corasick automaton per hotword set, shared by every
 conversation, and a small state per conversation.
 
-Matching happens on normalised text (``memento_core.normalisation``), so composed and decomposed
+Matching happens on normalised text (``memento_core.hotwords``), so composed and decomposed
 Hangul, letter case and runs of whitespace make no difference. The automaton runs over the UTF-8
 bytes of that text: pyahocorasick looks a node's children up one by one, and Hangul gives the root
 node thousands of children as characters but only a few as bytes (8x faster in
@@ -32,13 +32,13 @@ differ when two variants of one uid complete in different places, e.g. ``조 말
 the first to complete does.
 
 Two implementations of the per-chunk work give the same detections. When the C extension
-``memento_core._hotfeed`` is built (``pip install`` builds it when a C compiler is present), the
+``hotwords._hotfeed`` is built (``pip install`` builds it when a C compiler is present), the
 detector uses its own byte automaton and a compiled fast path for chunks of ASCII and Hangul
 syllables; any other chunk takes the pure-Python normaliser. ``Conversation.feed`` is then a C
 method: a chunk that completes no hotword yet to fire runs no Python at all, and when nothing waits
 for a decision and no boundary is to be checked, C also applies the rules above, leaving only the
 events to Python; everything else after a match stays in Python. Without the extension, or with
-the environment variable ``MEMENTO_PURE_PYTHON=1`` set when ``memento_core.detector`` is imported,
+the environment variable ``MEMENTO_PURE_PYTHON=1`` set when ``memento_core.hotwords`` is imported,
 the pure-Python path (pyahocorasick's automaton) is used; it is the reference.
 ``HotwordDetector.compiled`` says which a detector uses.
 """
@@ -54,7 +54,7 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 import ahocorasick
 
 from memento_core.errors import InvalidInput
-from memento_core.events import (
+from memento_core.hotwords._events import (
     MAX_EVENT_BYTES,
     HotwordDetected,
     HotwordEvent,
@@ -64,13 +64,13 @@ from memento_core.events import (
     make_event,
     memory_dict_bytes,
 )
-from memento_core.hotwords import HotwordEntry, HotwordSet
-from memento_core.normalisation import MAX_HELD_CHARS, StreamNormaliser
+from memento_core.hotwords._normalisation import MAX_HELD_CHARS, StreamNormaliser
+from memento_core.hotwords._sets import HotwordEntry, HotwordSet
 
 if TYPE_CHECKING:
-    from memento_core._hotfeed import Automaton as _CompiledAutomaton
-    from memento_core._hotfeed import ConversationBase as _CompiledConversationBase
-    from memento_core._hotfeed import Scanner as _Scanner
+    from memento_core.hotwords._hotfeed import Automaton as _CompiledAutomaton
+    from memento_core.hotwords._hotfeed import ConversationBase as _CompiledConversationBase
+    from memento_core.hotwords._hotfeed import Scanner as _Scanner
 
 __all__ = [
     "MAX_CONNECTION_ID_CHARS",
@@ -116,7 +116,7 @@ def _compiled_types() -> tuple[type[_CompiledAutomaton], type[_CompiledConversat
     if os.environ.get("MEMENTO_PURE_PYTHON", "").strip() not in ("", "0"):
         return None
     try:
-        from memento_core._hotfeed import Automaton, ConversationBase
+        from memento_core.hotwords._hotfeed import Automaton, ConversationBase
     except ImportError:  # built without a compiler, or for another Python: the pure path
         return None
     return Automaton, ConversationBase
@@ -309,7 +309,7 @@ class _PythonConversationBase:
         the shared empty one for nearly every chunk).
 
         A hotword that ends exactly at the end of this chunk may be reported by the next ``feed``
-        or by ``flush`` (see ``memento_core.detector``); ``detect_stream`` keeps such a chunk back
+        or by ``flush`` (see ``memento_core.hotwords``); ``detect_stream`` keeps such a chunk back
         so its events still come first.
         """
         return self._feed(text_chunk)

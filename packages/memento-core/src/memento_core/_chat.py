@@ -39,16 +39,16 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
+from memento_core._messages import Message, Role, as_message
+from memento_core._model import Scope, check_scope_value, utcnow
+from memento_core._storage import PAGE, PLACEHOLDER_VECTOR, ChromaStore, from_micros
+from memento_core._summarize import ExtractiveSummarizer, Summarizer
+from memento_core._tokens import TokenCounter, count_message, default_counter
+from memento_core._twins import async_twin
 from memento_core.errors import InvalidInput, InvalidScope
-from memento_core.messages import Message, Role, as_message
-from memento_core.model import Scope, check_scope_value, utcnow
-from memento_core.storage import PAGE, PLACEHOLDER_VECTOR, ChromaStore, from_micros
-from memento_core.summarize import ExtractiveSummarizer, Summarizer
-from memento_core.tokens import TokenCounter, count_message, default_counter
-from memento_core.twins import async_twin
 
 if TYPE_CHECKING:
-    from memento_core.memento import Memento
+    from memento_core._memento import Memento
 
 __all__ = [
     "DEFAULT_TTL",

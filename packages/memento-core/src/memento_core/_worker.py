@@ -15,14 +15,14 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from memento_core.consolidation import SleepReport
+from memento_core._consolidation import SleepReport
+from memento_core._filters import live_clause
+from memento_core._lifecycle import DEFAULT_GRACE, PurgeReport, purge, schedule_reviews
+from memento_core._model import MemoryType, Scope, as_utc, utcnow
 from memento_core.errors import InvalidInput
-from memento_core.filters import live_clause
-from memento_core.lifecycle import DEFAULT_GRACE, PurgeReport, purge, schedule_reviews
-from memento_core.model import MemoryType, Scope, as_utc, utcnow
 
 if TYPE_CHECKING:
-    from memento_core.memento import Memento
+    from memento_core._memento import Memento
 
 
 @dataclass

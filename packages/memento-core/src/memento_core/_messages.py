@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from memento_core._model import MAX_CONTENT_CHARS, check_json, check_scope_value, parse_enum
 from memento_core.errors import InvalidContent, InvalidInput
-from memento_core.model import MAX_CONTENT_CHARS, check_json, check_scope_value, parse_enum
 
 __all__ = ["Message", "Role", "ToolCall", "as_message", "from_openai", "to_openai"]
 

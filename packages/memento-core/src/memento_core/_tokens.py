@@ -19,8 +19,8 @@ import threading
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from memento_core._messages import Message
 from memento_core.errors import MissingDependency
-from memento_core.messages import Message
 
 __all__ = [
     "MESSAGE_OVERHEAD",

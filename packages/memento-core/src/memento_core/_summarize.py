@@ -16,9 +16,9 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
+from memento_core._candidate_index import tokenize
+from memento_core._messages import Message, Role
 from memento_core.errors import InvalidInput
-from memento_core.keyword import tokenize
-from memento_core.messages import Message, Role
 
 __all__ = ["ExtractiveSummarizer", "Summarizer", "message_text"]
 

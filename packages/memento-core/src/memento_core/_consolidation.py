@@ -14,10 +14,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from memento_core.drafts import MemoryDraft
-from memento_core.errors import InvalidInput, InvalidScope
-from memento_core.filters import live_clause
-from memento_core.model import (
+from memento_core._drafts import MemoryDraft
+from memento_core._filters import live_clause
+from memento_core._model import (
     Link,
     LinkType,
     MemoryItem,
@@ -27,7 +26,7 @@ from memento_core.model import (
     as_utc,
     utcnow,
 )
-from memento_core.storage import (
+from memento_core._storage import (
     PLACEHOLDER_VECTOR,
     ChromaStore,
     item_from_record,
@@ -35,10 +34,11 @@ from memento_core.storage import (
     link_metadata,
     to_micros,
 )
+from memento_core.errors import InvalidInput, InvalidScope
 
 if TYPE_CHECKING:
-    from memento_core.memento import Memento
-    from memento_core.summarize import Summarizer
+    from memento_core._memento import Memento
+    from memento_core._summarize import Summarizer
 
 CLUSTER_SIMILARITY = 0.6
 """Cosine similarity to a cluster's centre above which an episode joins it."""
@@ -74,7 +74,7 @@ def _negated(text: str) -> bool:
 
 
 def _words(text: str) -> set[str]:
-    from memento_core.keyword import tokenize
+    from memento_core._candidate_index import tokenize
 
     return set(tokenize(_NEGATION.sub(" ", text)))
 
@@ -173,7 +173,7 @@ def sleep(
     if isinstance(min_cluster, bool) or not isinstance(min_cluster, int) or min_cluster < 1:
         raise InvalidInput(f"min_cluster must be a whole number ≥ 1, got {min_cluster!r}")
     if summarizer is None:
-        from memento_core.summarize import ExtractiveSummarizer
+        from memento_core._summarize import ExtractiveSummarizer
 
         summarizer = ExtractiveSummarizer()
     moment = as_utc(now, "now") if now else utcnow()

@@ -228,7 +228,7 @@ class StreamNormaliser:
 
     def resume(self, chunk: str, *, ends_in_space: bool) -> None:
         """Take up the state ``extend(chunk)`` would have left, for a chunk that a compiled fast
-        path (``memento_core._hotfeed``) normalised in this normaliser's place; ``ends_in_space``
+        path (``hotwords._hotfeed``) normalised in this normaliser's place; ``ends_in_space``
         says whether the text so far, that chunk's included, ends in a space."""
         self._last_chunk = chunk
         # _last_text serves only _ends_in_space: any text that gives the same answer will do.
