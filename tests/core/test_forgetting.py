@@ -146,7 +146,7 @@ def test_purge_erases_expired_memories_past_the_grace_period_unless_pinned(mem: 
     live = mem.remember("a note that lives on")
 
     assert mem.purge(grace=timedelta(days=30)).erased == (long_expired,)
-    assert {i.id for i in mem.items()} == {recently_expired, pinned, live}
+    assert {i.id for i in mem.items(include_deleted=True)} == {recently_expired, pinned, live}
 
 
 @pytest.mark.parametrize("grace", [timedelta(days=-1), 30, "30 days", None], ids=repr)

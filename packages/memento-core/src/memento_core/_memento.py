@@ -55,6 +55,7 @@ from memento_core._model import (
     utcnow,
 )
 from memento_core._policies import (
+    FOREVER,
     Retention,
     RetentionPolicy,
     ReviewPolicy,
@@ -254,6 +255,52 @@ class Memento:
                 self, window, replacing, now, batch_size=batch_size, on_progress=on_progress
             )
         return [item.id for item in items]
+
+    def update(
+        self,
+        memory_id: str,
+        *,
+        content: str | None = None,
+        title: str | None = None,
+        data: Mapping[str, Any] | None = None,
+        tags: Sequence[str] | None = None,
+        hotwords: Sequence[str] | None = None,
+        importance: float | None = None,
+        privacy: Privacy | str | None = None,
+        type: MemoryType | str | None = None,
+        expires_at: datetime | None = None,
+    ) -> MemoryItem:
+        """Change fields of a stored memory in place and return it as now stored.
+
+        Fields left as None keep their value. A new ``content`` is embedded again; the id,
+        scope, creation time, usage, review state, links and ``origin_trace`` (provenance)
+        stay. A soft-deleted memory can be updated and stays hidden until ``restore``.
+        """
+        old = self.get(memory_id, include_deleted=True)
+        draft = MemoryDraft(
+            id=memory_id,
+            content=old.content if content is None else content,
+            scope=old.scope,
+            type=old.type if type is None else type,
+            title=old.title if title is None else title,
+            data=old.data if data is None else data,
+            source=old.source,
+            privacy=old.privacy if privacy is None else privacy,
+            importance=old.importance if importance is None else importance,
+            pinned=old.pinned,
+            tags=old.tags if tags is None else tags,
+            hotwords=old.hotwords if hotwords is None else hotwords,
+            created_at=old.created_at,
+            expires_at=old.expires_at if expires_at is None else expires_at,
+            origin_trace=old.origin_trace,
+            retention=FOREVER if old.retention is None else old.retention,
+        )
+        self.remember_many([draft])
+        if old.deleted_at is not None:
+            self._store.items.update(
+                ids=[memory_id], metadatas=[{"deleted_at": to_micros(old.deleted_at)}]
+            )
+        return self.get(memory_id, include_deleted=True)
 
     # ----------------------------------------------------------------- reading
 
@@ -556,9 +603,10 @@ class Memento:
     # ------------------------------------------------------------------- bulk
 
     def items(
-        self, *, scope: Scope | None = None, include_deleted: bool = True
+        self, *, scope: Scope | None = None, include_deleted: bool = False
     ) -> list[MemoryItem]:
-        """Every memory (that ``scope`` may see, if given), oldest first."""
+        """Every live memory (that ``scope`` may see, if given), oldest first; with
+        ``include_deleted``, soft-deleted and expired ones too."""
         self._usage.flush()
         where = visibility_clause(scope) if scope is not None else None
         now = utcnow()
@@ -773,6 +821,7 @@ class Memento:
 
     aremember = async_twin(remember)
     aremember_many = async_twin(remember_many)
+    aupdate = async_twin(update)
     aget = async_twin(get)
     arecall = async_twin(recall)
     apin = async_twin(pin)
