@@ -17,9 +17,6 @@ from memento_core._chat import (
     FromSession,
     MessageTooLarge,
     WindowPolicy,
-    erase_user_messages,
-    history,
-    summarize_thread,
 )
 from memento_core._messages import Message, Role, ToolCall, from_openai, to_openai
 from memento_core._model import utcnow
@@ -297,7 +294,7 @@ def test_bad_input_is_refused_and_harms_nothing(mem: Memento) -> None:
     with pytest.raises(InvalidScope):
         ChatMemory(mem, "")
     with pytest.raises(InvalidScope):
-        history(mem, {"$ne": "x"})  # type: ignore[arg-type]  # an operator smuggled as an id
+        mem.history({"$ne": "x"})  # type: ignore[arg-type]  # an operator smuggled as an id
 
 
 # ----------------------------------------------------------------- history and persistence
@@ -336,7 +333,7 @@ def test_reopening_restores_every_window_exactly(store_factory: StoreFactory) ->
 def test_history_keeps_evicted_messages_with_ids_and_times(mem: Memento) -> None:
     memory = chat(mem, max_messages=2)
     added = [memory.append(Message.user(f"m{n}")) for n in range(5)]
-    full = history(mem, "s1")
+    full = mem.history("s1")
     assert full == added and [m.id for m in full] == [m.id for m in added]
     assert all(m.created_at is not None for m in full)
     assert [m.id for m in full] == sorted(m.id or "" for m in full)
@@ -355,7 +352,7 @@ def test_reset_keeps_history_and_purge_erases_it(mem: Memento) -> None:
     other.append(Message.user("keep me"))
     memory.reset(purge=True)
     assert memory.window() == [] and memory.history() == []
-    assert contents(history(mem, "s2")) == ["keep me"]
+    assert contents(mem.history("s2")) == ["keep me"]
     memory.append(Message.user("fresh start"))
     assert contents(memory.window()) == ["fresh start"]
 
@@ -388,10 +385,10 @@ def test_erasing_a_user_deletes_their_chat_messages(mem: Memento) -> None:
     )
     ann.extend([Message.user("my address is 1 Main St"), Message.assistant("noted")])
     ben.append(Message.user("hello"))
-    assert erase_user_messages(mem, "ann") == 2
+    assert mem.erase_user("ann").messages == 2
     assert ann.history() == [] and ann.window() == []
     assert contents(ben.window()) == ["hello"]
-    assert erase_user_messages(mem, "nobody") == 0
+    assert mem.erase_user("nobody").messages == 0
 
 
 # --------------------------------------------------------------------------- initial memory
@@ -426,7 +423,7 @@ def test_initial_memory_never_copies_another_users_session(mem: Memento) -> None
     for _ in range(2):
         with pytest.raises(InvalidInput, match="no messages to start from"):
             ben.window()
-    assert history(mem, "ben-new") == []
+    assert mem.history("ben-new") == []
 
 
 def test_initial_memory_from_messages_or_nothing(mem: Memento) -> None:
@@ -467,7 +464,7 @@ def test_summarize_thread_writes_an_episodic_memory_of_the_session(mem: Memento)
     memory.append(Message.assistant("TAP flight TP541 leaves Berlin at 9:40 on May 3."))
     memory.append(Message.user("Book it, and add a window seat."))
     memory.append(Message.assistant("Booked TP541 with a window seat, confirmation X7Q2."))
-    memory_id = summarize_thread(mem, "s1")
+    memory_id = mem.summarize_thread("s1")
     item = mem.get(memory_id)
     assert item.type is MemoryType.EPISODIC and item.scope == ann.with_session("s1")
     trace = item.origin_trace
@@ -478,9 +475,9 @@ def test_summarize_thread_writes_an_episodic_memory_of_the_session(mem: Memento)
     found = mem.recall("flight to Lisbon booking", scope=Scope(user_id="ann"), limit=3)
     assert memory_id in [r.item.id for r in found]
     with pytest.raises(InvalidInput, match="no messages"):
-        summarize_thread(mem, "never-used")
+        mem.summarize_thread("never-used")
     with pytest.raises(InvalidInput, match="no messages"):  # not Ben's to archive
-        summarize_thread(mem, "s1", scope=Scope(user_id="ben"))
+        mem.summarize_thread("s1", scope=Scope(user_id="ben"))
 
 
 def test_overflow_is_snapshotted_into_episodic_memory(mem: Memento) -> None:

@@ -15,7 +15,6 @@ from memento_core import (
     ReviewPolicy,
     Scope,
 )
-from memento_core._worker import run_maintenance
 
 if TYPE_CHECKING:
     from conftest import StoreFactory
@@ -105,11 +104,11 @@ def test_the_worker_gives_cards_once_the_threshold_covers_a_memory(
     assert strict.get(memory_id).review_due_at is None
 
     relaxed = store_factory.open(review=ReviewPolicy(threshold=0.75))
-    report = run_maintenance(relaxed)
+    report = relaxed.maintain()
     assert report.review_cards == 1
     due = relaxed.get(memory_id).review_due_at
     assert due is not None and report.started_at + DAY == due
-    assert run_maintenance(relaxed).review_cards == 0
+    assert relaxed.maintain().review_cards == 0
 
 
 @pytest.mark.parametrize("grade", [6, -1, 2.5, True, "5", None], ids=repr)

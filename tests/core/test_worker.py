@@ -19,13 +19,13 @@ from memento_core import (
     Embedder,
     InvalidInput,
     LinkType,
+    MaintenanceReport,
     Memento,
     MemoryNotFound,
     MemoryType,
     ReviewPolicy,
     Scope,
 )
-from memento_core._worker import MaintenanceReport, run_maintenance, run_worker
 
 if TYPE_CHECKING:
     from conftest import StoreFactory
@@ -70,7 +70,7 @@ def test_one_pass_purges_gives_cards_and_sleeps_every_user(store_factory: StoreF
     ids = seed(store_factory.open(review=ReviewPolicy(threshold=0.95)))
     mem = store_factory.open()  # the worker's view: the default review threshold, 0.7
 
-    report = run_maintenance(mem)
+    report = mem.maintain()
     assert report.purged.erased == (ids["expired"],)
     with pytest.raises(MemoryNotFound):
         mem.get(ids["expired"], include_deleted=True)
@@ -80,7 +80,7 @@ def test_one_pass_purges_gives_cards_and_sleeps_every_user(store_factory: StoreF
     assert [len(report.sleeps[u].written) for u in ("ann", "ben", "carl")] == [1, 1, 0]
 
     before = list(mem.export())
-    again = run_maintenance(mem)
+    again = mem.maintain()
     assert (again.purged.erased, again.review_cards) == ((), 0)
     assert set(again.sleeps) == {"carl"}  # the only user with episodes still unconsolidated
     assert again.sleeps["carl"].written == []
@@ -89,18 +89,18 @@ def test_one_pass_purges_gives_cards_and_sleeps_every_user(store_factory: StoreF
 
 def test_run_worker_runs_passes_until_told_to_stop(mem: Memento) -> None:
     reports: list[MaintenanceReport] = []
-    assert run_worker(mem, interval=0.01, passes=2, on_report=reports.append) == 2
+    assert mem.run_worker(interval=0.01, passes=2, on_report=reports.append) == 2
     assert len(reports) == 2
     stopped = threading.Event()
     stopped.set()
-    assert run_worker(mem, stop=stopped) == 0
+    assert mem.run_worker(stop=stopped) == 0
 
     # A stop request cuts the wait between passes short.
     stop, first_pass = threading.Event(), threading.Event()
     passes: list[int] = []
     thread = threading.Thread(
         target=lambda: passes.append(
-            run_worker(mem, interval=3600, stop=stop, on_report=lambda _: first_pass.set())
+            mem.run_worker(interval=3600, stop=stop, on_report=lambda _: first_pass.set())
         )
     )
     thread.start()
@@ -122,7 +122,7 @@ def test_run_worker_refuses_bad_settings_before_any_pass(
     mem.remember("Ann's old parking ticket", expires_at=datetime.now(timezone.utc) - 40 * DAY)
     before = list(mem.export())
     with pytest.raises(InvalidInput):
-        run_worker(mem, **options)
+        mem.run_worker(**options)
     assert list(mem.export()) == before
 
 
@@ -150,7 +150,7 @@ WORKER = textwrap.dedent(
     """
     import json, sys, threading
     from memento_core import Memento
-    from memento_core._worker import run_maintenance, run_worker
+
 
     url, prefix = sys.argv[1:3]
     mem = Memento.open(url=url, collection_prefix=prefix)
@@ -165,8 +165,8 @@ WORKER = textwrap.dedent(
         print(json.dumps({"purged": report.purged.erased, "cards": report.review_cards,
                           "facts": facts}), flush=True)
 
-    run_worker(mem, interval=0.2, stop=stop, on_report=show)
-    show(run_maintenance(mem))  # one last pass, after the writers are done
+    mem.run_worker(interval=0.2, stop=stop, on_report=show)
+    show(mem.maintain())  # one last pass, after the writers are done
     """
 )
 

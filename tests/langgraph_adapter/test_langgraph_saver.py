@@ -19,7 +19,6 @@ from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
 from memento_core import Embedder, Memento, MemoryType, Scope
-from memento_core._chat import history
 from memento_langgraph import MementoSaver
 
 Fresh = Callable[[str], str]
@@ -113,7 +112,7 @@ def test_a_deleted_thread_is_archived_into_episodic_memory(
     assert archive.type is MemoryType.EPISODIC
     assert archive.scope == Scope(user_id=user, session_id=thread)
     assert "Lisbon" in archive.content
-    assert [m.content for m in history(mem, thread)] == [
+    assert [m.content for m in mem.history(thread)] == [
         "I am flying to Lisbon in May.",
         "Noted, Lisbon in May.",
         "I prefer a window seat.",
@@ -155,7 +154,7 @@ def test_end_of_thread_archives_and_keeps_the_thread(
     assert archive.scope.user_id == user
     assert saver.get_tuple(config(thread)) is not None
     assert saver.archive_thread(thread) == archive.id  # archiving again changes nothing
-    assert len(history(mem, thread)) == 4
+    assert len(mem.history(thread)) == 4
 
 
 async def test_async_delete_archives_too(open_memento: Callable[[], Memento], fresh: Fresh) -> None:

@@ -4,9 +4,9 @@ from memento_core._chat import ChatMemory, FromSession, MessageTooLarge, WindowP
 from memento_core._consolidation import SleepReport
 from memento_core._drafts import MemoryDraft
 from memento_core._filters import RecallFilter
-from memento_core._injection import InjectedMemory, Injection, memory_injection
+from memento_core._injection import InjectedMemory, Injection
 from memento_core._lifecycle import ErasureReport, ForgetCandidate, PurgeReport
-from memento_core._memento import DEFAULT_PATH, Memento, StoreStats
+from memento_core._memento import DEFAULT_PATH, Memento, StoreStats, memory_injection
 from memento_core._messages import Message, Role, ToolCall
 from memento_core._model import (
     MAX_CONTENT_CHARS,
@@ -21,8 +21,10 @@ from memento_core._model import (
 )
 from memento_core._policies import FOREVER, RetentionPolicy, ReviewPolicy
 from memento_core._ranking import RankingWeights, Reason, Recalled
+from memento_core._storage import SideRecord, SideRecords
 from memento_core._summarize import ExtractiveSummarizer, Summarizer
 from memento_core._tokens import TokenCounter, WordPieceCounter
+from memento_core._worker import MaintenanceReport
 from memento_core.embedding import CachingEmbedder, Embedder, SentenceTransformerEmbedder
 from memento_core.errors import (
     EmbedderMismatch,
@@ -36,7 +38,9 @@ from memento_core.errors import (
     MemoryNotFound,
     MissingDependency,
     NotAMementoStore,
+    ReadOnlyStore,
     StoreError,
+    StoreLocked,
     StoreUnavailable,
 )
 from memento_core.hotwords import (
@@ -85,6 +89,7 @@ __all__ = [
     "InvalidScope",
     "Link",
     "LinkType",
+    "MaintenanceReport",
     "Memento",
     "MementoError",
     "MemoryDict",
@@ -99,6 +104,7 @@ __all__ = [
     "Privacy",
     "PurgeReport",
     "RankingWeights",
+    "ReadOnlyStore",
     "Reason",
     "RecallFilter",
     "Recalled",
@@ -107,8 +113,11 @@ __all__ = [
     "Role",
     "Scope",
     "SentenceTransformerEmbedder",
+    "SideRecord",
+    "SideRecords",
     "SleepReport",
     "StoreError",
+    "StoreLocked",
     "StoreStats",
     "StoreUnavailable",
     "Summarizer",

@@ -12,9 +12,10 @@ import threading
 import unicodedata
 from array import array
 from collections.abc import Iterable
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
+
+from memento_core._visibility import PRIVACY_CODES, Visibility, visible_mask
 
 if TYPE_CHECKING:
     import numpy as np
@@ -222,15 +223,6 @@ def matched_terms(query: str, text: str) -> list[str]:
     return matched
 
 
-@dataclass(frozen=True)
-class Visibility:
-    """Who may see a document; mirrors the store's fail-closed rule for fast pre-filtering."""
-
-    user_id: str
-    project_id: str
-    privacy: str
-
-
 class CandidateIndex:
     """The in-memory candidate index: BM25 (Okapi) postings and unit vectors over memory ids,
     with visibility pre-filtering.
@@ -302,7 +294,7 @@ class CandidateIndex:
             self._alive.append(1)
             self._owner.append(self._code(visibility.user_id))
             self._project.append(self._code(visibility.project_id))
-            self._privacy.append({"private": 0, "team": 1, "public": 2}[visibility.privacy])
+            self._privacy.append(PRIVACY_CODES[visibility.privacy])
             counts: dict[str, int] = {}
             for token in tokens:
                 counts[token] = counts.get(token, 0) + 1
@@ -370,14 +362,13 @@ class CandidateIndex:
         import numpy as np
 
         alive = np.frombuffer(bytes(self._alive), dtype=np.uint8).astype(bool)
-        privacy = np.frombuffer(self._privacy, dtype=np.int8)
-        visible = privacy == 2
-        owner = self._codes.get(viewer_user or "")
-        if owner is not None:  # no user: the anonymous user's memories (owner code of "")
-            visible |= np.frombuffer(self._owner, dtype=np.int32) == owner
-        if viewer_project and viewer_project in self._codes:
-            project = np.frombuffer(self._project, dtype=np.int32)
-            visible |= (privacy == 1) & (project == self._codes[viewer_project])
+        visible = visible_mask(
+            np.frombuffer(self._privacy, dtype=np.int8),
+            np.frombuffer(self._owner, dtype=np.int32),
+            np.frombuffer(self._project, dtype=np.int32),
+            viewer_owner=self._codes.get(viewer_user or ""),
+            viewer_project=self._codes.get(viewer_project) if viewer_project else None,
+        )
         return alive & visible
 
     def search(

@@ -37,18 +37,25 @@ import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
+from memento_core import _writing
+from memento_core._drafts import MemoryDraft
+from memento_core._engine import Engine
 from memento_core._messages import Message, Role, as_message
 from memento_core._model import Scope, check_scope_value, utcnow
-from memento_core._storage import PAGE, PLACEHOLDER_VECTOR, ChromaStore, from_micros
+from memento_core._storage import SideRecords, from_micros
 from memento_core._summarize import ExtractiveSummarizer, Summarizer
 from memento_core._tokens import TokenCounter, count_message, default_counter
 from memento_core._twins import async_twin
 from memento_core.errors import InvalidInput, InvalidScope
 
-if TYPE_CHECKING:
-    from memento_core._memento import Memento
+
+class _HasEngine(Protocol):
+    """A ``Memento``: ``ChatMemory(mem, session_id)`` works as ``mem.chat(session_id)``."""
+
+    _engine: Engine
+
 
 __all__ = [
     "DEFAULT_TTL",
@@ -146,9 +153,9 @@ class _Log:
 class _Chats:
     """The messages collection of one open store, its writer identity, and its session logs."""
 
-    def __init__(self, store: ChromaStore) -> None:
-        self.collection = store.side_collection("messages")
-        self.shared = "://" in store.location
+    def __init__(self, records: SideRecords, shared: bool) -> None:
+        self.collection = records
+        self.shared = shared
         self.sessions: weakref.WeakValueDictionary[str, _Log] = weakref.WeakValueDictionary()
         self.lock = threading.Lock()
         self.pid, self._writer, self.last_ts, self.counter = -1, "", 0, 0
@@ -175,16 +182,11 @@ class _Chats:
             return found
 
 
-_STORES: weakref.WeakKeyDictionary[ChromaStore, _Chats] = weakref.WeakKeyDictionary()
-_STORES_LOCK = threading.Lock()
-
-
-def _chats(mem: Memento) -> _Chats:
-    with _STORES_LOCK:
-        found = _STORES.get(mem._store)
-        if found is None:
-            found = _STORES[mem._store] = _Chats(mem._store)
-        return found
+def _chats(engine: Engine) -> _Chats:
+    """The store's chats, one per store in this process (shared by its instances)."""
+    return engine.shared_state(
+        "chats", lambda: _Chats(engine.store.side_records("messages"), engine.store.shared)
+    )
 
 
 class ChatMemory:
@@ -196,7 +198,7 @@ class ChatMemory:
 
     def __init__(
         self,
-        mem: Memento,
+        store: Engine | _HasEngine,
         session_id: str,
         *,
         scope: Scope | None = None,
@@ -219,8 +221,9 @@ class ChatMemory:
             self._initial: FromSession | list[Message] | None = initial
         else:
             self._initial = [as_message(m) for m in initial]
-        self._mem = mem
-        self._chats = _chats(mem)
+        engine = store if isinstance(store, Engine) else store._engine
+        self._engine = engine
+        self._chats = _chats(engine)
         self._log = self._chats.log(session_id)
         self._costs: dict[str, int] = {}
 
@@ -262,7 +265,7 @@ class ChatMemory:
 
     def history(self) -> list[Message]:
         """Every message ever appended to this session (evicted ones too), oldest first."""
-        return history(self._mem, self.session_id)
+        return history(self._engine, self.session_id)
 
     def reset(self, *, purge: bool = False) -> None:
         """Empty the window, system message included; history is kept. ``purge`` deletes the
@@ -280,7 +283,7 @@ class ChatMemory:
     def archive(self, summarizer: Summarizer | None = None) -> str:
         """Summarise the whole session into an episodic memory (see ``summarize_thread``)."""
         chosen = summarizer or self.summarizer
-        return summarize_thread(self._mem, self.session_id, summarizer=chosen, scope=self.scope)
+        return summarize_thread(self._engine, self.session_id, summarizer=chosen, scope=self.scope)
 
     aappend = async_twin(append)
     aextend = async_twin(extend)
@@ -402,7 +405,7 @@ class ChatMemory:
             return log.marks["snap"], pending
         # InvalidInput: the evicted messages hold no text (bare tool calls, empty results).
         with contextlib.suppress(InvalidInput):
-            _archive(self._mem, self.summarizer, pending, self.scope, reason="overflow")
+            _archive(self._engine, self.summarizer, pending, self.scope, reason="overflow")
         return pending[-1].id or "", []
 
     # ----------------------------------------------------------------- storage
@@ -505,12 +508,7 @@ class ChatMemory:
             metadatas.append({**base, "kind": "mark", "ts": ts, **moved})
         if not ids:
             return
-        chats.collection.upsert(
-            ids=ids,
-            embeddings=[PLACEHOLDER_VECTOR] * len(ids),
-            documents=documents,
-            metadatas=metadatas,
-        )
+        chats.collection.put(ids, documents, metadatas)
         log.marks = moved
         for meta in metadatas:
             log.seen_ts = max(log.seen_ts, meta["ts"])
@@ -518,22 +516,21 @@ class ChatMemory:
                 log.last_ts = max(log.last_ts, meta["ts"])
 
 
-def history(mem: Memento, session_id: str) -> list[Message]:
+def history(engine: Engine, session_id: str) -> list[Message]:
     """Every message of a session, evicted ones included, oldest first."""
     _check_session(session_id)
     where = {"session": session_id, "kind": "message"}
-    return [_decode(*r) for r in _query(_chats(mem).collection, where)]
+    return [_decode(*r) for r in _query(_chats(engine).collection, where)]
 
 
-def erase_user_messages(mem: Memento, user_id: str) -> int:
+def erase_user_messages(engine: Engine, user_id: str) -> int:
     """Delete every chat message written in ``user_id``'s scope; returns how many.
 
     For ``Memento.erase_user``. The sessions' window marks stay: they hold no content.
     """
-    chats = _chats(mem)
+    chats = _chats(engine)
     found = _query(chats.collection, {"user_id": user_id, "kind": "message"})
-    for start in range(0, len(found), PAGE):
-        chats.collection.delete(ids=[record[0] for record in found[start : start + PAGE]])
+    chats.collection.delete(ids=[record[0] for record in found])
     for session_id in {meta["session"] for _, meta, _ in found}:
         log = chats.sessions.get(session_id)
         if log is not None:
@@ -543,7 +540,7 @@ def erase_user_messages(mem: Memento, user_id: str) -> int:
 
 
 def summarize_thread(
-    mem: Memento,
+    engine: Engine,
     session_id: str,
     *,
     summarizer: Summarizer | None = None,
@@ -558,7 +555,7 @@ def summarize_thread(
     other is answered as if it were empty, so a session id leaks nothing).
     """
     _check_session(session_id)
-    records = _query(_chats(mem).collection, {"session": session_id, "kind": "message"})
+    records = _query(_chats(engine).collection, {"session": session_id, "kind": "message"})
     messages = [m for m in (_decode(*r) for r in records) if m.role is not Role.SYSTEM]
     owner = scope.user_id if scope is not None else None
     if not messages or (owner and any(meta["user_id"] != owner for _, meta, _ in records)):
@@ -571,11 +568,11 @@ def summarize_thread(
             project_id=meta["project_id"] or None,
         )
     chosen = summarizer or ExtractiveSummarizer()
-    return _archive(mem, chosen, messages, scope.with_session(session_id), reason="thread")
+    return _archive(engine, chosen, messages, scope.with_session(session_id), reason="thread")
 
 
 def _archive(
-    mem: Memento, summarizer: Summarizer, messages: list[Message], scope: Scope, *, reason: str
+    engine: Engine, summarizer: Summarizer, messages: list[Message], scope: Scope, *, reason: str
 ) -> str:
     """Remember a summary of ``messages``, headed by when they were said (so two stretches of
     a chat with the same gist stay two memories); returns the memory id."""
@@ -584,7 +581,7 @@ def _archive(
     start, end = f"{first:%Y-%m-%d %H:%M:%S}", f"{last:%Y-%m-%d %H:%M:%S}"
     span = start if start == end else f"{start} to {end[11:] if end[:10] == start[:10] else end}"
     count = f"{len(messages)} message{'s' if len(messages) > 1 else ''}"
-    return mem.remember(
+    draft = MemoryDraft(
         f"Chat {sid}, {span} UTC, {count}:\n{summarizer.summarize(messages)}",
         scope=scope,
         type="episodic",
@@ -594,6 +591,7 @@ def _archive(
         created_at=last,
         origin_trace={"session_id": sid, "reason": reason, "messages": [m.id for m in messages]},
     )
+    return _writing.remember_many(engine, [draft])[0]
 
 
 def _check_session(session_id: object) -> None:
@@ -658,14 +656,10 @@ def _decode(record_id: str, meta: Mapping[str, Any], document: str) -> Message:
     return dataclasses.replace(message, id=record_id, created_at=from_micros(int(meta["ts"])))
 
 
-def _query(collection: Any, where: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any], str]]:
+def _query(
+    collection: SideRecords, where: Mapping[str, Any]
+) -> list[tuple[str, Mapping[str, Any], str]]:
     """(id, metadata, document) of the records matching every clause, sorted by id (key)."""
     clauses = [{name: value} for name, value in where.items()]
-    out: list[tuple[str, Mapping[str, Any], str]] = []
-    while True:
-        page = collection.get(
-            where={"$and": clauses}, include=["metadatas", "documents"], limit=PAGE, offset=len(out)
-        )
-        out += zip(page["ids"], page["metadatas"], (d or "" for d in page["documents"]))
-        if len(page["ids"]) < PAGE:
-            return sorted(out, key=lambda record: record[0])
+    found = collection.find({"$and": clauses} if len(clauses) > 1 else clauses[0])
+    return [(r.id, r.metadata, r.document) for r in found]

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from memento_core import _lifecycle, _links, _writing
 from memento_core._drafts import MemoryDraft
-from memento_core._filters import live_clause
 from memento_core._model import (
     Link,
     LinkType,
@@ -26,18 +26,12 @@ from memento_core._model import (
     as_utc,
     utcnow,
 )
-from memento_core._storage import (
-    PLACEHOLDER_VECTOR,
-    ChromaStore,
-    item_from_record,
-    link_id,
-    link_metadata,
-    to_micros,
-)
+from memento_core._storage import Repository, to_micros
+from memento_core._visibility import live_clause
 from memento_core.errors import InvalidInput, InvalidScope
 
 if TYPE_CHECKING:
-    from memento_core._memento import Memento
+    from memento_core._engine import Engine
     from memento_core._summarize import Summarizer
 
 CLUSTER_SIMILARITY = 0.6
@@ -151,7 +145,7 @@ def _fact_for(sources: Sequence[MemoryItem], text: str) -> MemoryDraft:
 
 
 def sleep(
-    mem: Memento,
+    engine: Engine,
     scope: Scope,
     *,
     since: datetime | None = None,
@@ -177,7 +171,7 @@ def sleep(
 
         summarizer = ExtractiveSummarizer()
     moment = as_utc(now, "now") if now else utcnow()
-    store = mem._store
+    engine.check_writable()
     clauses: list[dict[str, Any]] = [
         {"type": MemoryType.EPISODIC.value},
         {"consolidated_at": 0},
@@ -186,29 +180,25 @@ def sleep(
     ]
     if since is not None:
         clauses.append({"created_at": {"$gte": to_micros(as_utc(since, "since"))}})
-    records = list(
-        store.iter_records(
-            store.items, where={"$and": clauses}, include=["metadatas", "documents", "embeddings"]
-        )
-    )
-    records.sort(key=lambda r: (r[1]["created_at"], r[0]))
-    items = [item_from_record(i, d or "", m) for i, m, d, _ in records]
+    records = engine.store.find_items_with_vectors({"$and": clauses})
+    records.sort(key=lambda r: (r[0].created_at, r[0].id))
+    items = [item for item, _ in records]
     report = SleepReport(considered=len(items))
     if items:
-        vectors = np.asarray([r[3] for r in records], dtype=np.float32)
+        vectors = np.asarray([vector for _, vector in records], dtype=np.float32)
         groups = [g for g in _clusters(items, vectors) if len(g) >= min_cluster]
         report.clusters = len(groups)
         for start in range(0, len(groups), WRITE_CHUNK):
             chunk = [[items[i] for i in group] for group in groups[start : start + WRITE_CHUNK]]
-            _write_facts(mem, chunk, summarizer, moment, report)
+            _write_facts(engine, chunk, summarizer, moment, report)
             if on_progress:
                 on_progress(start + len(chunk), len(groups))
-    _check_facts(mem, scope, report, moment)
+    _check_facts(engine, scope, report, moment)
     return report
 
 
 def _write_facts(
-    mem: Memento,
+    engine: Engine,
     clusters: Sequence[Sequence[MemoryItem]],
     summarizer: Summarizer,
     moment: datetime,
@@ -220,46 +210,28 @@ def _write_facts(
         _fact_for(sources, summarizer.summarize([s.content for s in sources]))
         for sources in clusters
     ]
-    fact_ids = mem.remember_many(drafts)
+    fact_ids = _writing.remember_many(engine, drafts)
     links = [
         Link(fact_id, LinkType.DERIVED_FROM, source.id, created_at=moment)
         for fact_id, sources in zip(fact_ids, clusters)
         for source in sources
     ]
-    _add_links(mem._store, links)
+    engine.store.add_links(links)
     ids = [source.id for sources in clusters for source in sources]
-    mem._store.items.update(ids=ids, metadatas=[{"consolidated_at": to_micros(moment)}] * len(ids))
+    engine.store.set_fields(ids, {"consolidated_at": to_micros(moment)})
     report.written.extend(fact_ids)
     report.derived_links += len(links)
     report.consolidated.extend(ids)
 
 
-def _add_links(store: ChromaStore, links: Sequence[Link]) -> None:
-    """Add links not stored yet, in one round trip. Chroma's ``add`` keeps the first record of
-    an id, so a concurrent run adding the same link changes nothing."""
-    fresh = {link_id(link): link for link in links}
-    if not fresh:
-        return
-    known = set(store.links.get(ids=list(fresh), include=[])["ids"])
-    for stored in known:
-        del fresh[stored]
-    if fresh:
-        store.links.add(
-            ids=list(fresh),
-            embeddings=[PLACEHOLDER_VECTOR] * len(fresh),
-            documents=[""] * len(fresh),
-            metadatas=[link_metadata(link) for link in fresh.values()],
-        )
-
-
-def _check_facts(mem: Memento, scope: Scope, report: SleepReport, moment: datetime) -> None:
+def _check_facts(engine: Engine, scope: Scope, report: SleepReport, moment: datetime) -> None:
     """Link each live fact of the user to its older neighbours: a duplicate is merged into the
     oldest it duplicates, conflicts are linked and the older fact is marked superseded by the
     newest fact contradicting it. Links already stored and marks already right are left alone,
     so a second run writes nothing."""
     import numpy as np
 
-    store = mem._store
+    store = engine.store
     where = {
         "$and": [
             {"type": MemoryType.SEMANTIC.value},
@@ -267,16 +239,12 @@ def _check_facts(mem: Memento, scope: Scope, report: SleepReport, moment: dateti
             *live_clause(moment),
         ]
     }
-    records = list(
-        store.iter_records(
-            store.items, where=where, include=["metadatas", "documents", "embeddings"]
-        )
-    )
+    records = store.find_items_with_vectors(where)
     if len(records) < 2:
         return
-    records.sort(key=lambda r: (r[1]["created_at"], r[0]))
-    facts = [item_from_record(i, d or "", m) for i, m, d, _ in records]
-    vectors = np.asarray([r[3] for r in records], dtype=np.float32)
+    records.sort(key=lambda r: (r[0].created_at, r[0].id))
+    facts = [item for item, _ in records]
+    vectors = np.asarray([vector for _, vector in records], dtype=np.float32)
     with_data = np.asarray([bool(f.data) for f in facts])
     contradicting = _contradicts_links(store, [f.id for f in facts])
     merged: set[str] = set()
@@ -295,38 +263,35 @@ def _check_facts(mem: Memento, scope: Scope, report: SleepReport, moment: dateti
             None,
         )
         if duplicate is not None:
-            _merge(mem, newer, facts[duplicate], moment)
+            _merge(engine, newer, facts[duplicate], moment)
             merged.add(newer.id)
             report.merged.append((newer.id, facts[duplicate].id))
             continue
         for older_index in (i for i in olders if conflicts[i]):
             older = facts[older_index]
             if (newer.id, older.id) not in contradicting:
-                mem.link(newer.id, LinkType.CONTRADICTS, older.id)
+                _links.link(engine, newer.id, LinkType.CONTRADICTS, older.id, note=None)
                 report.contradictions.append((newer.id, older.id))
             newest_conflict[older_index] = newer_index
     for older_index, newer_index in newest_conflict.items():
         older, newer = facts[older_index], facts[newer_index]
         if older.id not in merged and older.superseded_by != newer.id:
-            store.items.update(ids=[older.id], metadatas=[{"superseded_by": newer.id}])
+            store.set_fields([older.id], {"superseded_by": newer.id})
 
 
-def _contradicts_links(store: ChromaStore, ids: Sequence[str]) -> set[tuple[str, str]]:
-    found = store.links.get(
-        where={"$and": [{"type": LinkType.CONTRADICTS.value}, {"source_id": {"$in": list(ids)}}]},
-        include=["metadatas"],
-    )
-    return {(m["source_id"], m["target_id"]) for m in found["metadatas"]}
+def _contradicts_links(store: Repository, ids: Sequence[str]) -> set[tuple[str, str]]:
+    found = store.links_of_type(LinkType.CONTRADICTS, sources=ids)
+    return {(link.source_id, link.target_id) for link in found}
 
 
-def _merge(mem: Memento, newer: MemoryItem, older: MemoryItem, moment: datetime) -> None:
+def _merge(engine: Engine, newer: MemoryItem, older: MemoryItem, moment: datetime) -> None:
     """Fold ``newer`` into ``older``: the older inherits its provenance, the newer is hidden
     (soft-deleted, so ``restore`` can undo the merge) behind a ``duplicates`` link."""
-    mem.link(newer.id, LinkType.DUPLICATES, older.id)
+    _links.link(engine, newer.id, LinkType.DUPLICATES, older.id, note=None)
     inherited = [
         Link(older.id, LinkType.DERIVED_FROM, link.target_id, created_at=moment)
-        for link in mem.links(newer.id)
+        for link in _links.links(engine, newer.id)
         if link.type is LinkType.DERIVED_FROM and link.source_id == newer.id
     ]
-    _add_links(mem._store, inherited)
-    mem.forget(newer.id)
+    engine.store.add_links(inherited)
+    _lifecycle.forget(engine, newer.id)

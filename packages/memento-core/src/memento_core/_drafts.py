@@ -8,7 +8,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from memento_core._candidate_index import Visibility
 from memento_core._model import (
     MemoryItem,
     MemoryType,
@@ -23,7 +22,6 @@ from memento_core._model import (
     parse_enum,
 )
 from memento_core._policies import Retention, RetentionPolicy, ReviewPolicy, check_duration
-from memento_core._storage import to_micros
 from memento_core.errors import InvalidInput
 from memento_core.hotwords import check_hotword_variants
 
@@ -125,27 +123,6 @@ def replacement(new: MemoryItem, old: MemoryItem, now: datetime) -> MemoryItem:
         follows=old.follows,
         updated_at=now,
     )
-
-
-def used_fields(item: MemoryItem, moment: datetime, *, uses: int = 1) -> dict[str, Any]:
-    """The metadata a use changes: the count, the last access, and a fresh retention clock."""
-    fields: dict[str, Any] = {
-        "access_count": item.access_count + uses,
-        "last_accessed_at": to_micros(moment),
-    }
-    if item.retention is not None:
-        fields["expires_at"] = to_micros(moment + item.retention)
-    return fields
-
-
-def keyword_visibility(item: MemoryItem) -> Visibility:
-    return Visibility(item.scope.user_id or "", item.scope.project_id or "", item.privacy.value)
-
-
-def is_live(item: MemoryItem, now: datetime) -> bool:
-    if item.deleted_at is not None:
-        return False
-    return item.pinned or item.expires_at is None or item.expires_at > now
 
 
 def check_id(memory_id: object) -> None:

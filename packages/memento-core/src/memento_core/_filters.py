@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from memento_core._drafts import is_live
 from memento_core._model import (
     MemoryItem,
     MemoryType,
@@ -24,7 +23,8 @@ from memento_core._model import (
     parse_enum,
 )
 from memento_core._storage import to_micros
-from memento_core.errors import InvalidFilter, InvalidInput, InvalidScope
+from memento_core._visibility import is_live, live_clause, visibility_clause
+from memento_core.errors import InvalidFilter, InvalidInput
 
 FILTER_FIELDS = (
     "types",
@@ -134,44 +134,6 @@ def _listed(value: object, key: str) -> list[Any]:
     if isinstance(value, Mapping) or not isinstance(value, Iterable):
         raise InvalidFilter(f"{key} must be a value or a list of values, got {value!r}")
     return list(value)
-
-
-def visibility_clause(viewer: Scope) -> dict[str, Any]:
-    """Fail-closed: public, plus the viewer's own memories, plus team memories of its project.
-
-    A viewer without a user is the store's anonymous user: it sees memories stored without a
-    user (so a single-user app needs no scopes at all), and never any user's private ones.
-    """
-    if not isinstance(viewer, Scope):
-        # A dict here would be read as field names, not as a viewer: refuse it outright.
-        raise InvalidScope(f"scope must be a Scope, got {type(viewer).__name__}: {viewer!r}")
-    visible: list[dict[str, Any]] = [{"privacy": Privacy.PUBLIC.value}]
-    visible.append({"user_id": viewer.user_id or ""})
-    if viewer.project_id:
-        visible.append(
-            {"$and": [{"privacy": Privacy.TEAM.value}, {"project_id": viewer.project_id}]}
-        )
-    return visible[0] if len(visible) == 1 else {"$or": visible}
-
-
-def is_visible(item: MemoryItem, viewer: Scope) -> bool:
-    """``visibility_clause`` decided on a memory read by id: the same three ways in, and
-    nothing else (fail-closed)."""
-    if item.privacy is Privacy.PUBLIC:
-        return True
-    if (item.scope.user_id or "") == (viewer.user_id or ""):
-        return True
-    return (
-        item.privacy is Privacy.TEAM
-        and bool(viewer.project_id)
-        and item.scope.project_id == viewer.project_id
-    )
-
-
-def live_clause(now: datetime) -> list[dict[str, Any]]:
-    """Not soft-deleted, and not expired unless pinned (pinned memories never expire)."""
-    unexpired = {"$or": [{"pinned": True}, {"expires_at": {"$gt": to_micros(now)}}]}
-    return [{"deleted_at": 0}, unexpired]
 
 
 def where_clause(viewer: Scope, recall_filter: RecallFilter, now: datetime) -> dict[str, Any]:

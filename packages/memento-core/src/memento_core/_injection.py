@@ -20,11 +20,12 @@ from memento_core._candidate_index import tokenize
 from memento_core._filters import RecallFilter
 from memento_core._messages import Message
 from memento_core._model import MemoryItem, MemoryType, Scope
+from memento_core._retrieval import recall
 from memento_core._tokens import TokenCounter, count_message, default_counter
 from memento_core.errors import InvalidInput
 
 if TYPE_CHECKING:
-    from memento_core._memento import Memento
+    from memento_core._engine import Engine
 
 __all__ = ["HEADER", "InjectedMemory", "Injection", "memory_injection"]
 
@@ -61,7 +62,7 @@ class Injection:
 
 
 def memory_injection(
-    mem: Memento,
+    engine: Engine,
     query: str,
     *,
     token_budget: int = 1200,
@@ -78,7 +79,16 @@ def memory_injection(
     def size(lines: list[str]) -> int:
         return count_message(Message.system("\n".join(lines)), chosen)
 
-    recalled = mem.recall(query, scope=scope, limit=limit, filter=filter)
+    recalled = recall(
+        engine,
+        query,
+        scope=scope,
+        limit=limit,
+        filter=filter,
+        weights=None,
+        min_relevance=0.0,
+        now=None,
+    )
     lines = [HEADER]
     items: list[InjectedMemory] = []
     for found in recalled if size(lines) <= token_budget else []:

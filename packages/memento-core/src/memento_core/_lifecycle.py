@@ -1,4 +1,9 @@
-"""Forgetting, erasure and spaced review: what leaves memory, and what comes back for review."""
+"""Forgetting, erasure and spaced review: what leaves memory, and what comes back for review.
+
+Soft forgetting hides a memory (``restore`` brings it back); erasure removes it with its vector,
+every link that touches it, its feedback, facts derived only from it and every reference to it
+(timeline links close over the gap).
+"""
 
 from __future__ import annotations
 
@@ -7,8 +12,6 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from memento_core._drafts import used_fields
-from memento_core._filters import live_clause, visibility_clause
 from memento_core._model import (
     LinkType,
     MemoryItem,
@@ -18,11 +21,13 @@ from memento_core._model import (
     utcnow,
 )
 from memento_core._ranking import recency, usage
-from memento_core._storage import PAGE, item_from_record, to_micros
+from memento_core._storage import to_micros
+from memento_core._usage import used_fields
+from memento_core._visibility import live_clause, visibility_clause
 from memento_core.errors import InvalidInput
 
 if TYPE_CHECKING:
-    from memento_core._memento import Memento
+    from memento_core._engine import Engine
 
 DEFAULT_GRACE = timedelta(days=30)
 DEFAULT_UNUSED = timedelta(days=30)
@@ -61,14 +66,28 @@ def _check_limit(limit: object) -> None:
         raise InvalidInput(f"limit must be a whole number ≥ 1, got {limit!r}")
 
 
-def _items(mem: Memento, where: dict[str, Any]) -> list[MemoryItem]:
-    store = mem._store
-    records = store.iter_records(store.items, where=where, include=["metadatas", "documents"])
-    return [item_from_record(i, d or "", m) for i, m, d, _ in records]
+def set_fields(engine: Engine, memory_id: str, **fields: Any) -> MemoryItem:
+    """Change flat fields of one memory (pin, restore); returns it as now stored."""
+    engine.check_writable()
+    engine.get(memory_id, include_deleted=True)
+    engine.hotwords_changed()
+    engine.store.set_fields([memory_id], fields)
+    return engine.get(memory_id, include_deleted=True)
+
+
+def forget(engine: Engine, memory_id: str, *, hard: bool = False) -> None:
+    """Hide a memory (soft) or erase it (hard, with what ``erase`` takes along)."""
+    engine.check_writable()
+    engine.get(memory_id, include_deleted=True)
+    engine.hotwords_changed()
+    if hard:
+        erase(engine, [memory_id])
+    else:
+        engine.store.set_fields([memory_id], {"deleted_at": to_micros(utcnow())})
 
 
 def forget_candidates(
-    mem: Memento,
+    engine: Engine,
     scope: Scope,
     *,
     limit: int = 20,
@@ -89,7 +108,7 @@ def forget_candidates(
         {"created_at": {"$lt": cutoff}},
         {"last_accessed_at": {"$lt": cutoff}},
     )
-    weights = mem.weights
+    weights = engine.weights
     ranked = [
         ForgetCandidate(
             item,
@@ -97,14 +116,14 @@ def forget_candidates(
             + weights.importance * item.importance
             + weights.usage * usage(item, weights),
         )
-        for item in _items(mem, where)
+        for item in engine.store.find_items(where)
     ]
     ranked.sort(key=lambda c: (c.standing, c.item.created_at, c.item.id))
     return ranked[:limit]
 
 
 def purge(
-    mem: Memento, *, grace: timedelta = DEFAULT_GRACE, now: datetime | None = None
+    engine: Engine, *, grace: timedelta = DEFAULT_GRACE, now: datetime | None = None
 ) -> PurgeReport:
     """Erase memories soft-deleted, or expired (and not pinned), longer than ``grace`` ago."""
     if not isinstance(grace, timedelta) or grace < timedelta(0):
@@ -117,58 +136,82 @@ def purge(
             {"$and": [{"pinned": False}, {"expires_at": {"$lt": cutoff}}]},
         ]
     }
-    ids = [i for i, _, _, _ in mem._store.iter_records(mem._store.items, where=stale, include=[])]
-    mem._erase(ids)
+    engine.check_writable()
+    ids = engine.store.find_item_ids(stale)
+    erase_records(engine, ids)
     return PurgeReport(tuple(ids))
 
 
-def erase(mem: Memento, memory_ids: Sequence[str]) -> tuple[list[str], list[str]]:
+def erase(engine: Engine, memory_ids: Sequence[str]) -> tuple[list[str], list[str]]:
     """Hard-delete memories with their vectors, links and feedback, and every memory derived
     only from erased ones (transitively: a fact of facts goes once all its sources are gone).
 
     Returns ``(derived, unlinked)``: the derived memories erased too, and those kept because
     they have other sources (only their links to the erased go).
     """
-    store = mem._store
+    store = engine.store
     erased = set(memory_ids)
     derived: list[str] = []
     kept: set[str] = set()
     frontier = sorted(erased)
     while frontier:
-        derived_ids: set[str] = set()
-        for start in range(0, len(frontier), PAGE):
-            linked = store.links.get(
-                where={
-                    "$and": [
-                        {"type": LinkType.DERIVED_FROM.value},
-                        {"target_id": {"$in": frontier[start : start + PAGE]}},
-                    ]
-                },
-                include=["metadatas"],
-            )
-            derived_ids.update(meta["source_id"] for meta in linked["metadatas"])
+        sources = {
+            link.source_id for link in store.links_of_type(LinkType.DERIVED_FROM, targets=frontier)
+        }
         frontier = []
-        for derived_id in sorted(derived_ids - erased):
-            links = store.links.get(
-                where={"$and": [{"type": LinkType.DERIVED_FROM.value}, {"source_id": derived_id}]},
-                include=["metadatas"],
-            )
-            if {m["target_id"] for m in links["metadatas"]} <= erased:
+        for derived_id in sorted(sources - erased):
+            targets = store.links_of_type(LinkType.DERIVED_FROM, sources=[derived_id])
+            if {link.target_id for link in targets} <= erased:
                 erased.add(derived_id)
                 derived.append(derived_id)
                 frontier.append(derived_id)
                 kept.discard(derived_id)
             else:
                 kept.add(derived_id)
-    mem._erase([*memory_ids, *derived])
+    erase_records(engine, [*memory_ids, *derived])
     return derived, sorted(kept)
 
 
+def erase_records(engine: Engine, memory_ids: Sequence[str]) -> None:
+    """Hard-delete memories with every link that touches them and their feedback events."""
+    ids = list(dict.fromkeys(memory_ids))
+    if not ids:
+        return
+    engine.hotwords_changed()
+    engine.usage.discard(ids)
+    store = engine.store
+    with store.lock:
+        store.delete_links_touching(ids)
+        store.delete_events_of(ids)
+        _close_timeline_gaps(engine, ids)
+        engine.noted(store.delete_items(ids))
+        engine.unindexed(ids)
+
+
+def _close_timeline_gaps(engine: Engine, erased: Sequence[str]) -> None:
+    """Memories that followed an erased one follow its predecessor instead: no erased id
+    stays behind in ``follows`` (erasure leaves no trace), and the timeline stays whole."""
+    gone = set(erased)
+    before = {item.id: item.follows or "" for item in engine.store.items_by_id(list(gone))}
+    ids, updates = [], []
+    for item in engine.store.items_following(list(gone)):
+        if item.id in gone:
+            continue
+        predecessor = item.follows or ""
+        for _ in range(len(gone)):  # the chain only points back in time; bounded anyway
+            if predecessor not in gone:
+                break
+            predecessor = before.get(predecessor, "")
+        ids.append(item.id)
+        updates.append({"follows": "" if predecessor in gone else predecessor})
+    engine.store.set_fields(ids, updates)
+
+
 def erase_user(
-    mem: Memento,
+    engine: Engine,
     user_id: str,
     *,
-    extra_erasers: tuple[Callable[[Memento, str], int], ...] = (),
+    extra_erasers: Sequence[Callable[[Engine, str], int]] = (),
 ) -> ErasureReport:
     """Right to erasure: remove every memory of ``user_id`` with its vectors, links and feedback,
     and consolidated memories derived only from them. Memories derived partly from others stay,
@@ -177,12 +220,10 @@ def erase_user(
     checked = check_scope_value(user_id, "user_id")
     if checked is None:
         raise InvalidInput("user_id is required")
-    store = mem._store
-    owned = [
-        i for i, _, _, _ in store.iter_records(store.items, where={"user_id": checked}, include=[])
-    ]
-    derived, unlinked = erase(mem, owned)
-    extra = {eraser.__name__: eraser(mem, checked) for eraser in extra_erasers}
+    engine.check_writable()
+    owned = engine.store.find_item_ids({"user_id": checked})
+    derived, unlinked = erase(engine, owned)
+    extra = {eraser.__name__: eraser(engine, checked) for eraser in extra_erasers}
     return ErasureReport(
         user_id=checked,
         memories=tuple(owned),
@@ -194,7 +235,7 @@ def erase_user(
 
 
 def review_due(
-    mem: Memento, scope: Scope, *, now: datetime | None = None, limit: int = 50
+    engine: Engine, scope: Scope, *, now: datetime | None = None, limit: int = 50
 ) -> list[MemoryItem]:
     """Memories whose review card is due, most overdue first."""
     _check_limit(limit)
@@ -205,37 +246,41 @@ def review_due(
         {"review_due_at": {"$gt": 0}},
         {"review_due_at": {"$lte": to_micros(moment)}},
     )
-    due = sorted(_items(mem, where), key=lambda i: (i.review_due_at or moment, i.id))
+    due = sorted(engine.store.find_items(where), key=lambda i: (i.review_due_at or moment, i.id))
     return due[:limit]
 
 
-def review(mem: Memento, memory_id: str, grade: int, *, now: datetime | None = None) -> MemoryItem:
+def review(
+    engine: Engine, memory_id: str, grade: int, *, now: datetime | None = None
+) -> MemoryItem:
     """Record a review (grade 0..5) and reschedule the card; it counts as a use."""
     if isinstance(grade, bool) or not isinstance(grade, int) or not 0 <= grade <= 5:
         raise InvalidInput(f"grade must be a whole number from 0 to 5, got {grade!r}")
     moment = as_utc(now, "now") if now else utcnow()
-    policy = mem.review_policy
-    with mem._store.lock:
-        item = mem.get(memory_id)
+    engine.check_writable()
+    policy = engine.review_policy
+    with engine.store.lock:
+        item = engine.get(memory_id)
         step = policy.next_step(item.review_step, grade) if item.review_due_at else 0
         due = policy.due_after(step, moment)
         fields = {**used_fields(item, moment), "review_step": step, "review_due_at": to_micros(due)}
-        mem._store.items.update(ids=[memory_id], metadatas=[fields])
-    return mem.get(memory_id)
+        engine.store.set_fields([memory_id], fields)
+    return engine.get(memory_id)
 
 
-def schedule_reviews(mem: Memento, *, now: datetime | None = None) -> int:
+def schedule_reviews(engine: Engine, *, now: datetime | None = None) -> int:
     """Give a card to every live memory at or above the review threshold that has none
     (say, one whose importance the policy now covers). Returns how many got one."""
     moment = as_utc(now, "now") if now else utcnow()
-    policy = mem.review_policy
+    policy = engine.review_policy
     where = _where(
         *live_clause(moment),
         {"review_due_at": 0},
         {"importance": {"$gte": policy.threshold}},
     )
-    ids = [i for i, _, _, _ in mem._store.iter_records(mem._store.items, where=where, include=[])]
+    ids = engine.store.find_item_ids(where)
     due = policy.first_due(1.0, moment)
     if ids and due:
-        mem._store.items.update(ids=ids, metadatas=[{"review_due_at": to_micros(due)}] * len(ids))
+        engine.check_writable()
+        engine.store.set_fields(ids, {"review_due_at": to_micros(due)})
     return len(ids)

@@ -1,6 +1,6 @@
 """Recall's candidates: the nearest and the best keyword matches a viewer may see, read by id.
 
-Each process keeps an in-memory candidate index (``keyword.CandidateIndex``: BM25 postings and unit
+Each process keeps an in-memory candidate index (``CandidateIndex``: BM25 postings and unit
 vectors, with each memory's owner, project and privacy). Recall searches it exactly, then reads
 the candidates from Chroma by id and decides visibility and the filter on the records read.
 Chroma's own filtered vector query evaluates the ``where`` over the whole collection (~0.5 s at
@@ -9,21 +9,79 @@ Chroma's own filtered vector query evaluates the ``where`` over the whole collec
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import dataclasses
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from memento_core._filters import RecallFilter, is_visible
-from memento_core._model import MemoryItem, Scope
-from memento_core._ranking import Candidate
-from memento_core._storage import item_from_record
+from memento_core._candidate_index import matched_terms
+from memento_core._filters import RecallFilter
+from memento_core._model import MemoryItem, Scope, as_utc, check_text, utcnow
+from memento_core._ranking import Candidate, RankingWeights, Recalled, rank
+from memento_core._visibility import check_viewer, is_visible
+from memento_core.errors import InvalidInput
 
 if TYPE_CHECKING:
-    from memento_core._memento import Memento
+    from memento_core._engine import Engine
+
+MAX_RECALL_LIMIT = 1_000
+
+
+def recall(
+    engine: Engine,
+    query: str,
+    *,
+    scope: Scope | None,
+    limit: int,
+    filter: RecallFilter | Mapping[str, Any] | None,
+    weights: RankingWeights | Mapping[str, Any] | None,
+    min_relevance: float,
+    now: datetime | None,
+) -> list[Recalled]:
+    """Check the arguments, gather candidates, rank them, note the uses (see ``Memento.recall``)."""
+    check_text(query, "query")
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_RECALL_LIMIT:
+        raise InvalidInput(
+            f"limit must be a whole number from 1 to {MAX_RECALL_LIMIT}, got {limit!r}"
+        )
+    if (
+        isinstance(min_relevance, bool)
+        or not isinstance(min_relevance, (int, float))
+        or not (0.0 <= min_relevance <= 1.0)
+    ):
+        raise InvalidInput(f"min_relevance must be from 0 to 1, got {min_relevance!r}")
+    viewer = check_viewer(scope or Scope())  # refuses anything but a Scope, before any work
+    recall_filter = filter if isinstance(filter, RecallFilter) else RecallFilter.build(filter)
+    if weights is None:
+        chosen = engine.weights
+    elif isinstance(weights, RankingWeights):
+        chosen = weights
+    else:
+        chosen = engine.weights.replace(**weights)
+    moment = as_utc(now, "now") if now else utcnow()
+    engine.usage.note_activity()
+    depth = max(engine.candidates, limit * 3)
+    query_vector = engine.embedder.embed_query(query)
+    found, stored = candidates(engine, query, query_vector, viewer, recall_filter, moment, depth)
+    results = rank(found, limit=limit, now=moment, weights=chosen, min_relevance=min_relevance)
+    # Matched words only for what is returned: tokenising every candidate costs more.
+    results = [
+        dataclasses.replace(
+            r,
+            reason=dataclasses.replace(
+                r.reason, matched_terms=tuple(matched_terms(query, r.item.content))
+            ),
+        )
+        for r in results
+    ]
+    if engine.track_usage and results:
+        engine.usage.record([stored[r.item.id] for r in results], moment)
+    engine.recalled(query, viewer, results)
+    return results
 
 
 def candidates(
-    mem: Memento,
+    engine: Engine,
     query: str,
     query_vector: Any,
     viewer: Scope,
@@ -35,9 +93,10 @@ def candidates(
     ``recall_filter`` admits, scored for relevance; and every memory read, as stored."""
     import numpy as np  # not at import time: ``import memento_core`` stays light
 
-    mem._sync_keywords()
+    engine.catch_up()
+    index = engine.index
     visible_to = {"viewer_user": viewer.user_id, "viewer_project": viewer.project_id}
-    keyword_hits = mem._keywords.search(query, limit=depth, **visible_to)
+    keyword_hits = index.search(query, limit=depth, **visible_to)
     keyword_scores = dict(keyword_hits)
     # The nearest memories the viewer may see, read from the store by id; visibility and
     # the filter are decided on the records read (``is_visible``, ``admits``). A ``where``
@@ -50,22 +109,20 @@ def candidates(
         wanted = [i for i in dict.fromkeys(ids) if i not in admitted and i not in rejected]
         if not wanted:
             return
-        found = mem._store.items.get(ids=wanted, include=["metadatas", "documents"])
-        for memory_id, meta, document in zip(found["ids"], found["metadatas"], found["documents"]):
-            item = item_from_record(memory_id, document or "", meta)
+        for item in engine.store.items_by_id(wanted):
             if is_visible(item, viewer) and recall_filter.admits(item, moment):
-                admitted[memory_id] = item
+                admitted[item.id] = item
         rejected.update(i for i in wanted if i not in admitted)
 
     fetch = depth
-    nearest = mem._keywords.nearest(query_vector, limit=fetch, **visible_to)
+    nearest = index.nearest(query_vector, limit=fetch, **visible_to)
     read([i for i, _ in nearest] + [i for i, _ in keyword_hits])  # one store read
     while True:
         dense = [(i, s) for i, s in nearest if i in admitted][:depth]
         if len(dense) >= depth or len(nearest) < fetch:
             break
         fetch *= 4
-        nearest = mem._keywords.nearest(query_vector, limit=fetch, **visible_to)
+        nearest = index.nearest(query_vector, limit=fetch, **visible_to)
         read([i for i, _ in nearest])
     similarity = dict(dense)
     query_unit = np.asarray(query_vector, dtype=np.float32).ravel()
@@ -73,17 +130,17 @@ def candidates(
     scored: dict[str, Candidate] = {}
     for memory_id in [*similarity, *keyword_scores]:
         if memory_id in admitted and memory_id not in scored:
-            vector = mem._keywords.vector(memory_id)
+            vector = index.vector(memory_id)
             cosine = similarity.get(memory_id)
             if cosine is None:  # a keyword hit beyond the nearest ones
                 cosine = float(vector @ query_unit)
-            item = mem._usage.with_pending(admitted[memory_id])
+            item = engine.usage.with_pending(admitted[memory_id])
             scored[memory_id] = Candidate(item, cosine, 0.0, vector)
     for memory_id, candidate in scored.items():
         candidate.keyword = keyword_scores.get(memory_id, 0.0)
     if len(keyword_hits) == depth:
         # Vector candidates below the keyword cut-off still deserve their keyword score.
-        for memory_id, score in mem._keywords.scores_for(
+        for memory_id, score in index.scores_for(
             query, [i for i in scored if i not in keyword_scores]
         ).items():
             scored[memory_id].keyword = score

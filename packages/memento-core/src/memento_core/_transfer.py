@@ -29,22 +29,19 @@ from memento_core._model import (
     as_utc,
     check_importance,
     check_json,
+    check_scope_value,
     check_tags,
     check_text,
     parse_enum,
 )
 from memento_core._storage import (
-    PLACEHOLDER_VECTOR,
-    event_from_record,
-    event_metadata,
     link_id,
-    link_metadata,
     to_micros,
 )
 from memento_core.errors import InvalidImport, InvalidInput, MementoError
 
 if TYPE_CHECKING:
-    from memento_core._memento import Memento
+    from memento_core._engine import Engine
 
 FORMATS = ("ndjson", "markdown", "csv")
 CSV_COLUMNS = (
@@ -122,15 +119,34 @@ def _line(record: dict[str, Any]) -> str:
     return text.translate(_LINE_BREAKS) + "\n"
 
 
-def export_lines(memento: Memento, fmt: str = "ndjson") -> Iterator[str]:
-    """The whole store in ``fmt`` (``ndjson``, ``markdown`` or ``csv``), line by line."""
+def export_lines(
+    engine: Engine, fmt: str = "ndjson", *, user_id: str | None = None
+) -> Iterator[str]:
+    """The whole store in ``fmt`` (``ndjson``, ``markdown`` or ``csv``), line by line; with
+    ``user_id``, only that user's memories, the links between them and their feedback."""
     if fmt not in FORMATS:
         raise InvalidInput(f"unknown export format {fmt!r}; expected one of {', '.join(FORMATS)}")
-    items = memento.items(include_deleted=True)
+    owner = None if user_id is None else check_scope_value(user_id, "user_id")
+    engine.usage.flush()
+    where = None if owner is None else {"user_id": owner}
+    items = sorted(engine.store.find_items(where), key=lambda i: (i.created_at, i.id))
     if fmt == "ndjson":
+        ids = {item.id for item in items}
+        links = sorted(
+            (
+                link
+                for link in engine.store.find_links()
+                if owner is None or (link.source_id in ids and link.target_id in ids)
+            ),
+            key=link_id,
+        )
+        events = sorted(
+            engine.store.find_events(None if owner is None else sorted(ids)),
+            key=lambda e: (e.memory_id, e.at, e.kind.value),
+        )
         yield from (_line(memory_record(i)) for i in items)
-        yield from (_line(link_record(link)) for link in memento.all_links())
-        yield from (_line(feedback_record(e)) for e in memento.all_feedback())
+        yield from (_line(link_record(link)) for link in links)
+        yield from (_line(feedback_record(e)) for e in events)
     elif fmt == "markdown":
         yield from _markdown(items)
     else:
@@ -296,7 +312,7 @@ PARSERS: dict[str, Callable[[dict[str, Any]], Any]] = {
 
 
 def import_ndjson(
-    memento: Memento,
+    engine: Engine,
     lines: Iterable[str],
     *,
     on_progress: Callable[[int], None] | None = None,
@@ -346,18 +362,19 @@ def import_ndjson(
     needed |= {e.memory_id for e in events}
     for memory_id in sorted(needed - known, key=first_line.__getitem__):
         try:
-            memento.get(memory_id, include_deleted=True)
+            engine.get(memory_id, include_deleted=True)
         except MementoError as err:
             raise InvalidImport(
                 f"a link or feedback names unknown memory {memory_id!r}",
                 line=first_line[memory_id],
             ) from err
-    restore_records(memento, items, links, events, on_progress=on_progress)
+    engine.check_writable()
+    restore_records(engine, items, links, events, on_progress=on_progress)
     return {"memories": len(items), "links": len(links), "feedback": len(events)}
 
 
 def restore_records(
-    mem: Memento,
+    engine: Engine,
     items: Sequence[MemoryItem],
     links: Sequence[Link],
     events: Sequence[FeedbackEvent],
@@ -365,39 +382,15 @@ def restore_records(
     on_progress: Callable[[int], None] | None = None,
 ) -> None:
     """Write exported records back as they were (ids, counters and timestamps kept)."""
-    with mem._store.lock:
-        known = (
-            set(mem._store.items.get(ids=[i.id for i in items], include=[])["ids"])
-            if items
-            else set()
-        )
+    store = engine.store
+    with store.lock:
+        known = store.existing_ids([i.id for i in items])
         fresh = [i for i in items if i.id not in known]
         if fresh:
-            writing.store_items(mem, fresh, (), writing.BATCH_SIZE, on_progress)
-        for link in links:
-            mem._store.links.upsert(
-                ids=[link_id(link)],
-                embeddings=[PLACEHOLDER_VECTOR],
-                documents=[link.note or ""],
-                metadatas=[link_metadata(link)],
-            )
-        present: set[FeedbackEvent] = set()
-        if events:
-            # Events already stored (say, this store's own export coming back) aren't doubled.
-            stored = mem._store.events.get(
-                where={"memory_id": {"$in": sorted({e.memory_id for e in events})}},
-                include=["metadatas", "documents"],
-            )
-            present = {
-                event_from_record(m, d or "")
-                for m, d in zip(stored["metadatas"], stored["documents"])
-            }
+            writing.store_items(engine, fresh, (), writing.BATCH_SIZE, on_progress)
+        store.put_links(links)
+        # Events already stored (say, this store's own export coming back) aren't doubled.
+        present = set(store.find_events(sorted({e.memory_id for e in events})))
         for n, event in enumerate(events):
-            if event in present:
-                continue
-            mem._store.events.upsert(
-                ids=[f"{event.memory_id}:{to_micros(event.at)}:import{n}"],
-                embeddings=[PLACEHOLDER_VECTOR],
-                documents=[event.note or ""],
-                metadatas=[event_metadata(event)],
-            )
+            if event not in present:
+                store.add_event(event, key=f"{event.memory_id}:{to_micros(event.at)}:import{n}")

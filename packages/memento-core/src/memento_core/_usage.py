@@ -23,8 +23,20 @@ from datetime import datetime
 from typing import Any
 
 from memento_core._model import MemoryItem
+from memento_core._storage import to_micros
 
 log = logging.getLogger(__name__)
+
+
+def used_fields(item: MemoryItem, moment: datetime, *, uses: int = 1) -> dict[str, Any]:
+    """The metadata a use changes: the count, the last access, and a fresh retention clock."""
+    fields: dict[str, Any] = {
+        "access_count": item.access_count + uses,
+        "last_accessed_at": to_micros(moment),
+    }
+    if item.retention is not None:
+        fields["expires_at"] = to_micros(moment + item.retention)
+    return fields
 
 
 class UsageRecorder:

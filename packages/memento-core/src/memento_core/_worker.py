@@ -15,14 +15,14 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from memento_core._consolidation import SleepReport
-from memento_core._filters import live_clause
+from memento_core._consolidation import SleepReport, sleep
 from memento_core._lifecycle import DEFAULT_GRACE, PurgeReport, purge, schedule_reviews
 from memento_core._model import MemoryType, Scope, as_utc, utcnow
+from memento_core._visibility import live_clause
 from memento_core.errors import InvalidInput
 
 if TYPE_CHECKING:
-    from memento_core._memento import Memento
+    from memento_core._engine import Engine
 
 
 @dataclass
@@ -33,35 +33,30 @@ class MaintenanceReport:
     sleeps: dict[str, SleepReport] = field(default_factory=dict)
 
 
-def users_to_consolidate(mem: Memento, now: datetime) -> list[str]:
+def users_to_consolidate(engine: Engine, now: datetime) -> list[str]:
     where = {
         "$and": [{"type": MemoryType.EPISODIC.value}, {"consolidated_at": 0}, *live_clause(now)]
     }
-    store = mem._store
-    users = {
-        m["user_id"]
-        for _, m, _, _ in store.iter_records(store.items, where=where, include=["metadatas"])
-    }
-    return sorted(users)
+    return sorted({fields["user_id"] for fields in engine.store.item_fields(where)})
 
 
 def run_maintenance(
-    mem: Memento, *, grace: timedelta = DEFAULT_GRACE, now: datetime | None = None
+    engine: Engine, *, grace: timedelta = DEFAULT_GRACE, now: datetime | None = None
 ) -> MaintenanceReport:
     """One pass: purge what is past its grace period, give due review cards, sleep every user."""
     moment = as_utc(now, "now") if now else utcnow()
     report = MaintenanceReport(
         started_at=moment,
-        purged=purge(mem, grace=grace, now=moment),
-        review_cards=schedule_reviews(mem, now=moment),
+        purged=purge(engine, grace=grace, now=moment),
+        review_cards=schedule_reviews(engine, now=moment),
     )
-    for user_id in users_to_consolidate(mem, moment):
-        report.sleeps[user_id] = mem.sleep(Scope(user_id=user_id or None))
+    for user_id in users_to_consolidate(engine, moment):
+        report.sleeps[user_id] = sleep(engine, Scope(user_id=user_id or None))
     return report
 
 
 def run_worker(
-    mem: Memento,
+    engine: Engine,
     *,
     interval: float = 300.0,
     stop: threading.Event | None = None,
@@ -85,7 +80,7 @@ def run_worker(
     done = 0
     while not stop.is_set() and (passes is None or done < passes):
         started = time.monotonic()
-        report = run_maintenance(mem)
+        report = run_maintenance(engine)
         done += 1
         if on_report:
             on_report(report)

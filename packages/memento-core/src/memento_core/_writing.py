@@ -4,7 +4,7 @@ Identical content in one scope has one content-addressed id, so a write first re
 are stored already; those are left as they are (restored if soft-deleted) unless the caller chose
 the id, which replaces the memory. New memories join their scope's timeline
 (``link_timeline``), are embedded longest first (``store_items``) and written with their vectors
-to Chroma and the in-memory candidate index.
+to the store and the candidate index.
 """
 
 from __future__ import annotations
@@ -14,19 +14,17 @@ from collections.abc import Callable, Container, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from memento_core import plugins
-from memento_core._drafts import keyword_visibility, replacement
-from memento_core._model import MemoryItem
-from memento_core._storage import item_from_record, item_metadata
+from memento_core._drafts import MemoryDraft, replacement, validate_draft
+from memento_core._model import MemoryItem, utcnow
 from memento_core.embedding import text_hash
 
 if TYPE_CHECKING:
-    from memento_core._memento import Memento
+    from memento_core._engine import Engine
 
 BATCH_SIZE = 256
 """Memories embedded and written to Chroma per call (``remember_many``'s default, and import's)."""
 WINDOW = 1_024
-"""Drafts that ``Memento.remember_many`` checks and embeds as one group (see ``store_items``)."""
+"""Drafts that ``remember_many`` checks and embeds as one group (see ``store_items``)."""
 CONTIGUITY_WINDOW = timedelta(hours=1)
 """Two memories stored one after the other in a scope are neighbours in its timeline when
 their ``created_at`` are at most this far apart (turns of one conversation, say)."""
@@ -34,8 +32,26 @@ TIMELINE_SCOPES = 10_000
 """Scopes whose last memory this process remembers, to link the next one to it."""
 
 
+def remember_many(
+    engine: Engine,
+    drafts: Sequence[MemoryDraft],
+    *,
+    on_progress: Callable[[int], None] | None = None,
+    batch_size: int = BATCH_SIZE,
+) -> list[str]:
+    """Check every draft, then store them window by window; the ids in order."""
+    engine.check_writable()
+    now = utcnow()
+    items = [validate_draft(d, now, engine.retention, engine.review_policy) for d in drafts]
+    replacing = {d.id for d in drafts if d.id is not None}
+    for start in range(0, len(items), WINDOW):
+        window = items[start : start + WINDOW]
+        write(engine, window, replacing, now, batch_size=batch_size, on_progress=on_progress)
+    return [item.id for item in items]
+
+
 def write(
-    mem: Memento,
+    engine: Engine,
     items: Sequence[MemoryItem],
     replacing: set[str],
     now: datetime,
@@ -46,15 +62,11 @@ def write(
     """Add new memories, replace those stored under a caller-chosen id, and leave
     content-addressed duplicates as they are (restoring soft-deleted ones)."""
     unique = list({item.id: item for item in items}.values())
-    with mem._store.lock:
-        found = mem._store.items.get(ids=[i.id for i in unique], include=["metadatas", "documents"])
-        existing = {
-            i: item_from_record(i, d or "", m)
-            for i, m, d in zip(found["ids"], found["metadatas"], found["documents"])
-        }
+    store = engine.store
+    with store.lock:
+        existing = {item.id: item for item in store.items_by_id([i.id for i in unique])}
         restore = [i for i, old in existing.items() if old.deleted_at and i not in replacing]
-        if restore:
-            mem._store.items.update(ids=restore, metadatas=[{"deleted_at": 0}] * len(restore))
+        store.set_fields(restore, {"deleted_at": 0})
         writes = [
             replacement(item, existing[item.id], now) if item.id in existing else item
             for item in unique
@@ -64,15 +76,15 @@ def write(
             on_progress(len(items) - len(writes))  # nothing to write for these
         if not writes:
             return
-        writes = link_timeline(mem, writes, new={i.id for i in unique} - existing.keys())
-        store_items(mem, writes, existing.keys(), batch_size, on_progress)
+        writes = link_timeline(engine, writes, new={i.id for i in unique} - existing.keys())
+        store_items(engine, writes, existing.keys(), batch_size, on_progress)
     if any(item.hotwords for item in writes) or replacing:
-        mem._hotwords_changed()
-    plugins.notify_remember(mem, writes)
+        engine.hotwords_changed()
+    engine.written(writes)
 
 
 def store_items(
-    mem: Memento,
+    engine: Engine,
     items: Sequence[MemoryItem],
     existing: Container[str],
     batch_size: int,
@@ -88,58 +100,39 @@ def store_items(
     for start in range(0, len(ordered), batch_size):
         batch = ordered[start : start + batch_size]
         hashes = [text_hash(item.content) for item in batch]
-        prime_embeddings(mem, hashes)
-        vectors = mem.embedder.embed_documents([item.content for item in batch])
-        # New memories are added, not upserted: Chroma keeps the first record of an id, so
-        # when another process stored the same content since the caller's check, its
-        # record (and any pin, feedback or use since) stays. Replacements overwrite.
-        for write, replacing in ((mem._store.items.add, False), (mem._store.items.upsert, True)):
-            chosen = [n for n, item in enumerate(batch) if (item.id in existing) == replacing]
-            if chosen:
-                write(
-                    ids=[batch[n].id for n in chosen],
-                    embeddings=[vectors[n] for n in chosen],
-                    documents=[batch[n].content for n in chosen],
-                    metadatas=[
-                        item_metadata(batch[n], hashes[n], replacing=replacing) for n in chosen
-                    ],
-                )
-        for item in batch:
-            if item.id in mem._keywords:
-                mem._keywords.remove(item.id)
-                mem._keyword_count -= 1
-        mem._keywords.add_many(
-            (i.id, i.content, keyword_visibility(i), v) for i, v in zip(batch, vectors)
+        prime_embeddings(engine, hashes)
+        vectors = engine.embedder.embed_documents([item.content for item in batch])
+        change = engine.store.write_items(
+            batch, vectors, hashes, replacing=[item.id in existing for item in batch]
         )
-        mem._keyword_count += len(batch)
+        engine.indexed(batch, vectors)
+        engine.noted(change)
         if on_progress:
             on_progress(len(batch))
 
 
-def link_timeline(mem: Memento, items: list[MemoryItem], *, new: set[str]) -> list[MemoryItem]:
+def link_timeline(engine: Engine, items: list[MemoryItem], *, new: set[str]) -> list[MemoryItem]:
     """Each new memory ``follows`` the last one this process stored in its scope, when the
     two are about the same moment (``CONTIGUITY_WINDOW``). Recall uses the link: a memory
     whose neighbour is also relevant ranks higher (see ``ranking``)."""
     linked = []
+    timeline = engine.timeline
     for item in items:
         if item.id in new:
-            last = mem._timeline.pop(item.scope, None)
+            last = timeline.pop(item.scope, None)
             if last and last[0] != item.id and abs(item.created_at - last[1]) <= CONTIGUITY_WINDOW:
                 item = dataclasses.replace(item, follows=last[0])
-            mem._timeline[item.scope] = (item.id, item.created_at)
-            if len(mem._timeline) > TIMELINE_SCOPES:
-                del mem._timeline[next(iter(mem._timeline))]  # the least recently written
+            timeline[item.scope] = (item.id, item.created_at)
+            if len(timeline) > TIMELINE_SCOPES:
+                del timeline[next(iter(timeline))]  # the least recently written
         linked.append(item)
     return linked
 
 
-def prime_embeddings(mem: Memento, hashes: Sequence[str]) -> None:
+def prime_embeddings(engine: Engine, hashes: Sequence[str]) -> None:
     """Reuse vectors of identical text already in the store (say, in another scope)."""
-    unknown = [h for h in set(hashes) if mem.embedder.cached(h) is None]
-    if not unknown or not mem._keyword_count:
+    unknown = [h for h in set(hashes) if engine.embedder.cached(h) is None]
+    if not unknown or not len(engine.index):
         return
-    found = mem._store.items.get(
-        where={"text_hash": {"$in": unknown}}, include=["metadatas", "embeddings"]
-    )
-    for meta, vector in zip(found["metadatas"], found["embeddings"]):
-        mem.embedder.prime(meta["text_hash"], vector)
+    for text_key, vector in engine.store.vectors_by_hash(unknown).items():
+        engine.embedder.prime(text_key, vector)

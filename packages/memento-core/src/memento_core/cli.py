@@ -276,7 +276,7 @@ def cmd_erase_user(args: argparse.Namespace) -> None:
 
 
 def cmd_worker(args: argparse.Namespace) -> None:
-    from memento_core._worker import MaintenanceReport, run_worker
+    from memento_core._worker import MaintenanceReport
 
     def show(report: MaintenanceReport) -> None:
         facts = sum(len(s.written) for s in report.sleeps.values())
@@ -288,7 +288,7 @@ def cmd_worker(args: argparse.Namespace) -> None:
         )
 
     with _open(args) as mem:
-        run_worker(mem, interval=args.interval, passes=1 if args.once else None, on_report=show)
+        mem.run_worker(interval=args.interval, passes=1 if args.once else None, on_report=show)
 
 
 def cmd_plugins(args: argparse.Namespace) -> None:

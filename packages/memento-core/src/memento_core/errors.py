@@ -14,7 +14,9 @@ catches ``ValueError`` or ``KeyError`` keeps working::
     ├── StoreError (RuntimeError)
     │   ├── NotAMementoStore
     │   ├── EmbedderMismatch
-    │   └── StoreUnavailable
+    │   ├── StoreUnavailable
+    │   ├── StoreLocked
+    │   └── ReadOnlyStore (PermissionError)
     └── MissingDependency (ImportError)
 """
 
@@ -96,6 +98,28 @@ class EmbedderMismatch(StoreError):
 
 class StoreUnavailable(StoreError):
     """The Chroma server did not answer, or the data directory cannot be written."""
+
+
+class StoreLocked(StoreError):
+    """An embedded store that another process holds open for writing.
+
+    Chroma's embedded mode keeps vector indexes in each process's memory, so a second writing
+    process would silently lose the first one's vectors. ``holder`` says who holds it.
+    """
+
+    def __init__(self, path: str, holder: str) -> None:
+        super().__init__(
+            f"the store {path} is open for writing in another process ({holder}). "
+            "Open it read-only (Memento.open(path, read_only=True); CLI --read-only), or share "
+            f"it between processes through a Chroma server (chroma run --path {path}, then "
+            "Memento.open(url=...))"
+        )
+        self.path = path
+        self.holder = holder
+
+
+class ReadOnlyStore(StoreError, PermissionError):
+    """A write to a store opened with ``read_only=True``; nothing was changed."""
 
 
 class MissingDependency(MementoError, ImportError):

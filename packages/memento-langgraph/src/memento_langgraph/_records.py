@@ -19,8 +19,7 @@ from typing import Any
 from langgraph.checkpoint.base import writes_sort_key
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from memento_core import Memento
-from memento_core._storage import PLACEHOLDER_VECTOR
+from memento_core import Memento, SideRecords
 
 __all__ = ["CheckpointRecords", "Record", "decode"]
 
@@ -59,23 +58,19 @@ class CheckpointRecords:
     """Reads and writes the checkpointer's records; every method is one or a few Chroma calls."""
 
     def __init__(self, memento: Memento) -> None:
-        # The side collections are what core's storage offers adapters for records like these.
-        self._store = memento._store
-        self.checkpoints_col = self._store.side_collection("lg_checkpoints")
-        self.blobs_col = self._store.side_collection("lg_blobs")
-        self.writes_col = self._store.side_collection("lg_writes")
+        # Side records are what core offers adapters for records like these.
+        self.checkpoints_col = memento.side_records("lg_checkpoints")
+        self.blobs_col = memento.side_records("lg_blobs")
+        self.writes_col = memento.side_records("lg_writes")
 
     # ------------------------------------------------------------------ reading
 
     def _records(
-        self, collection: Any, where: Mapping[str, Any] | None, *, documents: bool = True
+        self, collection: SideRecords, where: Mapping[str, Any] | None, *, documents: bool = True
     ) -> list[Record]:
-        include = ["metadatas", "documents"] if documents else ["metadatas"]
         return [
-            Record(record_id_, meta, document or "")
-            for record_id_, meta, document, _ in self._store.iter_records(
-                collection, where=where, include=include
-            )
+            Record(found.id, found.metadata, found.document if documents else "")
+            for found in collection.find(where)
         ]
 
     def checkpoint_heads(
@@ -94,10 +89,8 @@ class CheckpointRecords:
         if not ids:
             return []
         wanted = [record_id("cp", *key) for key in ids]
-        found = self.checkpoints_col.get(ids=wanted, include=["metadatas", "documents"])
         by_id = {
-            i: Record(i, m, d or "")
-            for i, m, d in zip(found["ids"], found["metadatas"], found["documents"])
+            r.id: Record(r.id, r.metadata, r.document) for r in self.checkpoints_col.get(wanted)
         }
         return [by_id[i] for i in wanted if i in by_id]
 
@@ -105,10 +98,9 @@ class CheckpointRecords:
         by_id = {record_id("blob", t, n, c, str(v)): (t, n, c, str(v)) for t, n, c, v in keys}
         if not by_id:
             return {}
-        found = self.blobs_col.get(ids=list(by_id), include=["metadatas", "documents"])
         return {
-            by_id[i]: decode(m["type"], d or "")
-            for i, m, d in zip(found["ids"], found["metadatas"], found["documents"])
+            by_id[r.id]: decode(r.metadata["type"], r.document)
+            for r in self.blobs_col.get(list(by_id))
         }
 
     def writes_of(
@@ -142,11 +134,10 @@ class CheckpointRecords:
         if not blobs:
             return
         items = list(blobs.items())
-        self.blobs_col.upsert(
-            ids=[record_id("blob", thread, ns, *key) for key, _ in items],
-            embeddings=[PLACEHOLDER_VECTOR] * len(items),
-            documents=[encode(data) for _, (_, data) in items],
-            metadatas=[
+        self.blobs_col.put(
+            [record_id("blob", thread, ns, *key) for key, _ in items],
+            [encode(data) for _, (_, data) in items],
+            [
                 {
                     "thread_id": thread,
                     "checkpoint_ns": ns,
@@ -169,11 +160,10 @@ class CheckpointRecords:
         metadata: Typed,
         run_id: str,
     ) -> None:
-        self.checkpoints_col.upsert(
-            ids=[record_id("cp", thread, ns, checkpoint_id)],
-            embeddings=[PLACEHOLDER_VECTOR],
-            documents=[encode(checkpoint[1])],
-            metadatas=[
+        self.checkpoints_col.put(
+            [record_id("cp", thread, ns, checkpoint_id)],
+            [encode(checkpoint[1])],
+            [
                 {
                     "thread_id": thread,
                     "checkpoint_ns": ns,
@@ -199,16 +189,15 @@ class CheckpointRecords:
         """Special channels (negative index) overwrite; a regular write already stored stays."""
         ids = [record_id("w", thread, ns, checkpoint_id, task_id, str(i)) for i, _, _ in writes]
         regular = [rid for rid, (idx, _, _) in zip(ids, writes) if idx >= 0]
-        stored = set(self.writes_col.get(ids=regular, include=[])["ids"]) if regular else set()
+        stored = {r.id for r in self.writes_col.get(regular)}
         fresh = [(rid, w) for rid, w in zip(ids, writes) if rid not in stored]
         if not fresh:
             return
         cp = record_id("cp", thread, ns, checkpoint_id)
-        self.writes_col.upsert(
-            ids=[rid for rid, _ in fresh],
-            embeddings=[PLACEHOLDER_VECTOR] * len(fresh),
-            documents=[encode(value[1]) for _, (_, _, value) in fresh],
-            metadatas=[
+        self.writes_col.put(
+            [rid for rid, _ in fresh],
+            [encode(value[1]) for _, (_, _, value) in fresh],
+            [
                 {
                     "thread_id": thread,
                     "checkpoint_ns": ns,
@@ -317,11 +306,10 @@ class CheckpointRecords:
         ):
             for start in range(0, len(rows), WRITE_PAGE):
                 page = rows[start : start + WRITE_PAGE]
-                collection.upsert(
-                    ids=[i for i, _, _ in page],
-                    embeddings=[PLACEHOLDER_VECTOR] * len(page),
-                    documents=[d for _, _, d in page],
-                    metadatas=[m for _, m, _ in page],
+                collection.put(
+                    [i for i, _, _ in page],
+                    [d for _, _, d in page],
+                    [m for _, m, _ in page],
                 )
 
 

@@ -30,8 +30,14 @@ from langchain_core.messages import SystemMessage as LCSystemMessage
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langgraph.config import get_store
 
-from memento_core import MAX_CONTENT_CHARS, InvalidScope, Memento, MemoryType, Scope
-from memento_core._injection import memory_injection
+from memento_core import (
+    MAX_CONTENT_CHARS,
+    InvalidScope,
+    Memento,
+    MemoryType,
+    Scope,
+    memory_injection,
+)
 from memento_langgraph.messages import INJECTED_PREFIX, as_langchain
 from memento_langgraph.store import MementoStore
 

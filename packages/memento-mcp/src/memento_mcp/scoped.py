@@ -30,7 +30,6 @@ from memento_core import (
     Recalled,
     Scope,
 )
-from memento_core import _transfer as transfer
 
 if TYPE_CHECKING:
     from memento_core import Memento
@@ -97,7 +96,7 @@ class ScopedMemento:
 
     def inject(self, query: str, *, token_budget: int) -> Injection:
         """The memories relevant to ``query``, packed into ``token_budget`` tokens."""
-        from memento_core._injection import memory_injection
+        from memento_core import memory_injection
 
         return memory_injection(self.mem, query, token_budget=token_budget, scope=self.scope)
 
@@ -113,28 +112,7 @@ class ScopedMemento:
             raise InvalidInput(
                 f"unknown export format {fmt!r}; expected one of {', '.join(EXPORT_FORMATS)}"
             )
-        items = [i for i in self.mem.items(scope=self.scope) if i.scope.user_id == self.user_id]
-        # TODO(core): core's export covers the whole store; these helpers are the per-format
-        # writers it uses. A scoped ``Memento.export(fmt, user_id=...)`` would replace them.
-        if fmt == "markdown":
-            yield from transfer._markdown(items)
-            return
-        if fmt == "csv":
-            yield from transfer._csv(items)
-            return
-        ids = {item.id for item in items}
-        for item in items:
-            yield _line(transfer.memory_record(item))
-        # One scan each, in core's export order; links reaching outside the user's memories
-        # would name ids of memories they may not see.
-        for link in self.mem.all_links():
-            if link.source_id in ids and link.target_id in ids:
-                yield _line(transfer.link_record(link))
-        for event in self.mem.all_feedback():
-            if event.memory_id in ids:
-                yield _line(transfer.feedback_record(event))
-
-    # ------------------------------------------------------------------- writing
+        return self.mem.export(fmt, user_id=self.user_id)
 
     def remember(
         self,
@@ -195,43 +173,6 @@ class ScopedMemento:
         return self.mem.sleep(self.scope, since=since)
 
     def summarize_thread(self, session_id: str) -> str:
-        """Summarise one of the user's chat sessions into an episodic memory of theirs."""
-        from memento_core._chat import summarize_thread
-
-        if _has_foreign_messages(self.mem, session_id, self.user_id):
-            # The same words core uses for an empty session: a foreign session id leaks nothing.
-            raise InvalidInput(f"session {session_id!r} has no messages to summarise")
-        return summarize_thread(self.mem, session_id, scope=self.scope)
-
-
-def _has_foreign_messages(mem: Memento, session_id: str, user_id: str) -> bool:
-    """Whether the chat session holds a message written under another user.
-
-    ``summarize_thread`` reads a session whoever wrote it, and its summary would land in this
-    user's memories: a session id must not open another user's conversation.
-    """
-    from memento_core import _chat as chat
-    from memento_core._model import check_scope_value
-
-    if not isinstance(session_id, str) or check_scope_value(session_id, "session_id") is None:
-        return False  # core refuses it with its own message
-    # TODO(core): this peeks at working memory's message collection; an ownership check inside
-    # ``summarize_thread(..., scope=...)`` (or a public ``session_users``) would replace it.
-    collection = chat._chats(mem).collection
-    found = collection.get(
-        where={
-            "$and": [
-                {"session": session_id},
-                {"kind": "message"},
-                {"user_id": {"$ne": user_id}},
-            ]
-        },
-        limit=1,
-        include=[],
-    )
-    return bool(found["ids"])
-
-
-def _line(record: dict[str, Any]) -> str:
-    """One NDJSON line, byte for byte as core's export writes it."""
-    return transfer._line(record)
+        """Summarise one of the user's chat sessions into an episodic memory of theirs (core
+        answers a session holding another user's messages as if it were empty)."""
+        return self.mem.summarize_thread(session_id, scope=self.scope)

@@ -1,37 +1,27 @@
-"""Chroma as the system of record: opening a store, its collections, and record conversion.
+"""Opening a Chroma store (a directory or a server) and its collections, with failures explained.
 
-One store is four collections sharing a prefix: ``<prefix>_items`` (memories with their
-vectors, cosine space), ``<prefix>_links``, ``<prefix>_events`` (feedback) and ``<prefix>_meta``
-(what built the store). Side collections hold no real vectors; Chroma requires one, so they
-carry a constant one-dimensional placeholder. Memento always passes vectors: Chroma's default
-embedding function would download a model.
+One store is a few collections sharing a prefix: ``<prefix>_items`` (memories with their
+vectors, cosine space), ``<prefix>_links``, ``<prefix>_events`` (feedback), ``<prefix>_meta``
+(what built the store) and side collections (chat messages, the change feed, adapters' records).
+Side collections hold no real vectors; Chroma requires one, so they carry a constant
+one-dimensional placeholder. Memento always passes vectors: Chroma's default embedding function
+would download a model.
 """
 
 from __future__ import annotations
 
 import contextlib
 import errno
-import json
 import os
 import shutil
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from memento_core._model import (
-    FeedbackEvent,
-    FeedbackKind,
-    Link,
-    LinkType,
-    MemoryItem,
-    MemoryType,
-    Privacy,
-    Scope,
-)
+from memento_core._storage import _lock
 from memento_core.errors import (
     EmbedderMismatch,
     InvalidInput,
@@ -41,164 +31,10 @@ from memento_core.errors import (
 )
 
 SCHEMA_VERSION = 1
-NEVER = 2**62
-"""``expires_at`` of a memory that never expires (microseconds; far beyond any real date)."""
 PLACEHOLDER_VECTOR = [1.0]
 PAGE = 2_000
 # What iter_records and records_by_id yield: (id, metadata, document, embedding).
 Record = tuple[str, Mapping[str, Any], str | None, Any]
-EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
-FEEDBACK_KEYS = tuple(f"fb_{kind.value}" for kind in FeedbackKind)
-
-
-def to_micros(value: datetime | None) -> int:
-    """Exact integer microseconds since the epoch (floats would lose the last digits)."""
-    if value is None:
-        return 0
-    return (value - EPOCH) // timedelta(microseconds=1)
-
-
-def from_micros(value: int) -> datetime | None:
-    if not value or value >= NEVER:
-        return None
-    return EPOCH + timedelta(microseconds=int(value))
-
-
-def item_metadata(item: MemoryItem, text_hash: str, *, replacing: bool = False) -> dict[str, Any]:
-    """Flat, filterable fields; the rest travels as one JSON string under ``doc``.
-
-    Fields that ``where`` clauses compare with their default value (``deleted_at`` 0, say) are
-    always written; the others only when they differ from it, since every key is a row in
-    Chroma's metadata table and reads by id slow down as that table grows (a 107-id read at
-    100k memories: 21 ms with 28 keys each, 6 ms with 5). ``item_from_record`` reads a missing
-    field as its default. Chroma merges the metadata of an upsert into the stored one, so a
-    ``replacing`` write gives those fields as None, which removes them.
-    """
-    meta: dict[str, Any] = {
-        "type": item.type.value,
-        "user_id": item.scope.user_id or "",
-        "project_id": item.scope.project_id or "",
-        "privacy": item.privacy.value,
-        "importance": item.importance,
-        "pinned": item.pinned,
-        "created_at": to_micros(item.created_at),
-        "last_accessed_at": to_micros(item.last_accessed_at),
-        "expires_at": to_micros(item.expires_at) if item.expires_at else NEVER,
-        "deleted_at": to_micros(item.deleted_at),
-        "text_hash": text_hash,
-        "review_due_at": to_micros(item.review_due_at),
-        "consolidated_at": to_micros(item.consolidated_at),
-        "doc": json.dumps(
-            {
-                "title": item.title,
-                "data": item.data,
-                "source": item.source,
-                "tags": list(item.tags),
-                "hotwords": list(item.hotwords),
-                "origin_trace": item.origin_trace,
-            },
-            ensure_ascii=False,
-            sort_keys=True,
-        ),
-    }
-    optional: dict[str, Any] = {
-        "agent_id": item.scope.agent_id or "",
-        "session_id": item.scope.session_id or "",
-        "access_count": item.access_count,
-        "has_hotwords": bool(item.hotwords),
-        "updated_at": to_micros(item.updated_at),
-        "retention_s": int(item.retention.total_seconds()) if item.retention else 0,
-        "review_step": item.review_step,
-        "superseded_by": item.superseded_by or "",
-        "follows": item.follows or "",
-        "tags": list(item.tags),
-        **{key: int(item.feedback.get(key[3:], 0)) for key in FEEDBACK_KEYS},
-    }
-    for key, value in optional.items():
-        if value:
-            meta[key] = value
-        elif replacing:
-            meta[key] = None
-    return meta
-
-
-def item_from_record(memory_id: str, content: str, meta: Mapping[str, Any]) -> MemoryItem:
-    doc = json.loads(meta["doc"])
-    return MemoryItem(
-        id=memory_id,
-        content=content,
-        type=MemoryType(meta["type"]),
-        title=doc["title"],
-        data=doc["data"],
-        source=doc["source"],
-        scope=Scope(
-            user_id=meta["user_id"] or None,
-            agent_id=meta.get("agent_id") or None,
-            project_id=meta["project_id"] or None,
-            session_id=meta.get("session_id") or None,
-        ),
-        privacy=Privacy(meta["privacy"]),
-        importance=float(meta["importance"]),
-        pinned=bool(meta["pinned"]),
-        tags=tuple(doc["tags"]),
-        hotwords=tuple(doc["hotwords"]),
-        created_at=from_micros(meta["created_at"]) or EPOCH,
-        last_accessed_at=from_micros(meta["last_accessed_at"]),
-        expires_at=from_micros(meta["expires_at"]),
-        access_count=int(meta.get("access_count", 0)),
-        feedback={k[3:]: int(meta[k]) for k in FEEDBACK_KEYS if meta.get(k)},
-        origin_trace=doc["origin_trace"],
-        deleted_at=from_micros(meta["deleted_at"]),
-        updated_at=from_micros(meta.get("updated_at", 0)),
-        retention=timedelta(seconds=meta["retention_s"]) if meta.get("retention_s") else None,
-        review_due_at=from_micros(meta.get("review_due_at", 0)),
-        review_step=int(meta.get("review_step", 0)),
-        consolidated_at=from_micros(meta.get("consolidated_at", 0)),
-        superseded_by=meta.get("superseded_by") or None,
-        follows=meta.get("follows") or None,
-    )
-
-
-def link_id(link: Link) -> str:
-    return f"{link.source_id}:{link.type.value}:{link.target_id}"
-
-
-def link_metadata(link: Link) -> dict[str, Any]:
-    return {
-        "source_id": link.source_id,
-        "target_id": link.target_id,
-        "type": link.type.value,
-        "created_at": to_micros(link.created_at),
-    }
-
-
-def event_metadata(event: FeedbackEvent) -> dict[str, Any]:
-    return {
-        "memory_id": event.memory_id,
-        "kind": event.kind.value,
-        "score": event.score,
-        "at": to_micros(event.at),
-    }
-
-
-def link_from_record(meta: Mapping[str, Any], note: str) -> Link:
-    return Link(
-        source_id=meta["source_id"],
-        type=LinkType(meta["type"]),
-        target_id=meta["target_id"],
-        created_at=from_micros(meta["created_at"]) or EPOCH,
-        note=note or None,
-    )
-
-
-def event_from_record(meta: Mapping[str, Any], note: str) -> FeedbackEvent:
-    return FeedbackEvent(
-        memory_id=meta["memory_id"],
-        kind=FeedbackKind(meta["kind"]),
-        score=float(meta["score"]),
-        at=from_micros(meta["at"]) or EPOCH,
-        note=note or None,
-    )
 
 
 @dataclass(frozen=True)
@@ -217,13 +53,20 @@ class ChromaStore:
         self.prefix = prefix
         self.location = location
         self.lock = threading.RLock()
+        self.read_only = False
+        self._locked: Path | None = None
+        self._closed = False
         self.items: Any = None
         self.links: Any = None
         self.events: Any = None
         self.meta: Any = None
 
     @classmethod
-    def open_embedded(cls, path: str | os.PathLike[str], *, prefix: str) -> ChromaStore:
+    def open_embedded(
+        cls, path: str | os.PathLike[str], *, prefix: str, read_only: bool = False
+    ) -> ChromaStore:
+        """Open the store in ``path``. A writer takes the directory's lock (``_lock``): a second
+        writing process gets ``StoreLocked``; ``read_only`` opens without it."""
         directory = Path(path).expanduser()
         if directory.exists() and not directory.is_dir():
             raise NotAMementoStore(f"{directory} is a file, not a Memento store directory")
@@ -247,18 +90,25 @@ class ChromaStore:
                 "copy; nothing in it was changed"
             )
         chromadb = _import_chromadb()
+        if not read_only:
+            _lock.acquire(directory)  # before Chroma opens: opening replays its log
         try:
             client = chromadb.PersistentClient(
                 path=str(directory), settings=chromadb.Settings(anonymized_telemetry=False)
             )
         except Exception as err:  # Chroma raises assorted types for a corrupt or alien file
+            if not read_only:
+                _lock.release(directory)
             problem = filesystem_problem(directory)
             if problem is not None:  # a full disk, not a foreign file
                 raise problem from err
             raise NotAMementoStore(
                 f"{directory} cannot be opened as a Chroma store: {err}"
             ) from err
-        return cls(client, prefix=prefix, location=str(directory))
+        store = cls(client, prefix=prefix, location=str(directory))
+        store.read_only = read_only
+        store._locked = None if read_only else directory
+        return store
 
     @classmethod
     def open_server(cls, url: str, *, prefix: str) -> ChromaStore:
@@ -277,6 +127,18 @@ class ChromaStore:
         except Exception as err:
             raise StoreUnavailable(f"no Chroma server answers at {url}: {err}") from err
         return cls(client, prefix=prefix, location=url)
+
+    def close(self) -> None:
+        """Release Chroma's client (its shared system stops with the last client on the path,
+        so a later open reads the directory afresh), then the directory's write lock."""
+        if self._closed:
+            return
+        self._closed = True
+        with contextlib.suppress(Exception):  # closing is best effort; the data is committed
+            self.client.close()
+        if self._locked is not None:
+            _lock.release(self._locked)
+            self._locked = None
 
     def attach(self, embedder_name: str, dimension: int) -> StoreInfo:
         """Create or check the collections; refuse a store built by another embedder."""

@@ -1,0 +1,281 @@
+"""The engine: what the work modules share, behind the ``Memento`` façade.
+
+It holds the store repository, the embedder, the in-memory candidate index, the usage recorder,
+the timeline (each scope's last memory) and the hotword generation. The work modules (writing,
+retrieval, lifecycle, consolidation, transfer, chat) receive it; none of them sees the façade.
+
+**Every instance sees every write.** The candidate index is derived state, shared by every
+instance of one store in a process (``_Shared``), so a write through one instance is in the
+next recall of any other at once. Other processes' writes reach it through the store's change
+feed: before a recall the engine reads the feed entries it has not applied (at most every
+``FRESHNESS`` seconds) and re-reads the memories they name. An embedded store has one writing
+process (``_storage._lock``); a read-only process cannot read vectors another process wrote
+after it opened, so it embeds their text again.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import time
+import weakref
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import Any, TypeVar, cast
+
+from memento_core._candidate_index import CandidateIndex
+from memento_core._drafts import check_id
+from memento_core._model import MemoryItem, Scope, utcnow
+from memento_core._policies import RetentionPolicy, ReviewPolicy
+from memento_core._ranking import RankingWeights, Recalled
+from memento_core._storage import Change, Repository, to_micros
+from memento_core._usage import UsageRecorder, used_fields
+from memento_core._visibility import Visibility, is_live, visibility_clause, visibility_of
+from memento_core.embedding import CachingEmbedder
+from memento_core.errors import MemoryNotFound, ReadOnlyStore
+
+T = TypeVar("T")
+
+FRESHNESS = 0.25
+"""Seconds between two reads of the change feed: the bound on how late another process's
+write shows in recall (plus the time its write takes to commit)."""
+OVERLAP_US = 30_000_000
+"""Feed entries are re-read this far back (µs): an entry stamped just before a reader's last
+read may commit just after it. Entries already applied are skipped by id."""
+FEED_RETENTION_US = 24 * 3600 * 1_000_000
+"""Feed entries older than this are pruned; a reader idle longer reloads the index."""
+PRUNE_EVERY = 600.0
+
+
+class _Shared:
+    """The derived state of one store in this process, shared by all its instances."""
+
+    def __init__(self) -> None:
+        self.lock = threading.RLock()
+        self.index = CandidateIndex()
+        self.loaded = False
+        self.timeline: dict[Scope, tuple[str, datetime]] = {}
+        self.hotword_generation = 0
+        self.since = 0  # feed entries stamped from here on (µs) may be unseen
+        self.applied: dict[str, int] = {}  # feed entry id → its stamp, within the overlap
+        self.polled = 0.0
+        self.pruned = 0.0
+        self.attached: dict[str, Any] = {}  # other modules' per-store state (chat logs)
+
+
+_SHARED: weakref.WeakValueDictionary[tuple[str, str], _Shared] = weakref.WeakValueDictionary()
+_SHARED_GUARD = threading.Lock()
+
+
+class Engine:
+    def __init__(
+        self,
+        store: Repository,
+        embedder: CachingEmbedder,
+        *,
+        prefix: str,
+        read_only: bool,
+        weights: RankingWeights,
+        candidates: int,
+        track_usage: bool,
+        retention: RetentionPolicy,
+        review: ReviewPolicy,
+    ) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.read_only = read_only
+        self.weights = weights
+        self.candidates = candidates
+        self.track_usage = track_usage and not read_only
+        self.retention = retention
+        self.review_policy = review
+        self.user_erasers: list[Callable[[Engine, str], int]] = []
+        """Erase a user's records kept beside memories (chat messages, adapters' records)."""
+        self.on_written: list[Callable[[list[MemoryItem]], None]] = []
+        """Called with the memories each write stored (the façade's plugin hook)."""
+        self.on_recalled: list[Callable[[str, Scope, list[Recalled]], None]] = []
+        """Called with each recall's query, viewer and results (the façade's plugin hook)."""
+        self.on_close: list[Callable[[], None]] = []
+        self.usage = UsageRecorder(
+            self._write_usage, lambda item, moment, uses: used_fields(item, moment, uses=uses)
+        )
+        with _SHARED_GUARD:
+            key = (store.location, prefix)
+            shared = _SHARED.get(key)
+            if shared is None:
+                shared = _SHARED[key] = _Shared()
+        self._shared = shared
+        self.load_index()
+
+    # ------------------------------------------------------------------ state
+
+    @property
+    def index(self) -> CandidateIndex:
+        return self._shared.index
+
+    @property
+    def timeline(self) -> dict[Scope, tuple[str, datetime]]:
+        return self._shared.timeline
+
+    @property
+    def hotword_generation(self) -> int:
+        return self._shared.hotword_generation
+
+    def shared_state(self, name: str, make: Callable[[], T]) -> T:
+        """Per-store state another module keeps (made on first use), shared like the index."""
+        with self._shared.lock:
+            found = self._shared.attached.get(name)
+            if found is None:
+                found = self._shared.attached[name] = make()
+            return cast(T, found)
+
+    def hotwords_changed(self) -> None:
+        self._shared.hotword_generation += 1
+
+    def check_writable(self) -> None:
+        if self.read_only:
+            raise ReadOnlyStore(
+                f"the store {self.store.location} was opened read-only; nothing was changed"
+            )
+
+    def close(self) -> None:
+        self.usage.close()
+        for closing in self.on_close:
+            closing()
+        self.on_close.clear()
+
+    def written(self, items: list[MemoryItem]) -> None:
+        for observer in self.on_written:
+            observer(items)
+
+    def recalled(self, query: str, viewer: Scope, results: list[Recalled]) -> None:
+        for observer in self.on_recalled:
+            observer(query, viewer, results)
+
+    # ------------------------------------------------------------------ reads
+
+    def get(
+        self, memory_id: str, *, scope: Scope | None = None, include_deleted: bool = False
+    ) -> MemoryItem:
+        """The memory with this id, as stored; ``MemoryNotFound`` for an unknown id, a hidden
+        one (unless ``include_deleted``) or one ``scope`` may not see — one error for all."""
+        self.usage.flush()
+        check_id(memory_id)
+        where = visibility_clause(scope) if scope is not None else None
+        found = self.store.items_by_id([memory_id], where=where)
+        if not found or (not include_deleted and not is_live(found[0], utcnow())):
+            raise MemoryNotFound(memory_id)
+        return found[0]
+
+    # ------------------------------------------------------- candidate index
+
+    def load_index(self) -> None:
+        """Fill the shared index from the store, once per process and store."""
+        shared = self._shared
+        with shared.lock:
+            if shared.loaded:
+                return
+            shared.since = to_micros(utcnow()) - OVERLAP_US
+            self._apply(None)
+            shared.polled = time.monotonic()
+            shared.loaded = True
+
+    def catch_up(self, *, force: bool = False) -> None:
+        """Apply the change-feed entries written by other processes since the last look."""
+        shared = self._shared
+        if not force and time.monotonic() - shared.polled < FRESHNESS:
+            return
+        with shared.lock:
+            if not force and time.monotonic() - shared.polled < FRESHNESS:
+                return
+            now = to_micros(utcnow())
+            if now - shared.since > FEED_RETENTION_US // 2:
+                # Idle past the feed's retention: entries may be gone; read everything again.
+                shared.index = CandidateIndex()
+                shared.applied.clear()
+                shared.since = now - OVERLAP_US
+                self._apply(None)
+            else:
+                self._apply_changes(self.store.changes_since(shared.since - OVERLAP_US))
+            shared.polled = time.monotonic()
+            if not self.read_only and time.monotonic() - shared.pruned > PRUNE_EVERY:
+                shared.pruned = time.monotonic()
+                self.store.prune_changes(now - FEED_RETENTION_US)
+
+    def _apply_changes(self, changes: Sequence[Change]) -> None:
+        shared = self._shared
+        fresh = [c for c in changes if c.id not in shared.applied]
+        if fresh:
+            latest: dict[str, str] = {}
+            for change in fresh:  # oldest first: the last word on an id wins
+                for memory_id in change.ids:
+                    latest[memory_id] = change.op
+            for memory_id, op in latest.items():
+                if op != "put":
+                    shared.index.remove(memory_id)
+            self._apply([i for i, op in latest.items() if op == "put"])
+            for change in fresh:
+                shared.applied[change.id] = change.at
+                shared.since = max(shared.since, change.at)
+            self.hotwords_changed()
+        horizon = shared.since - OVERLAP_US
+        for change_id in [i for i, at in shared.applied.items() if at < horizon]:
+            del shared.applied[change_id]
+
+    def _apply(self, ids: Sequence[str] | None) -> None:
+        """(Re)index these memories as stored now (every memory when ``ids`` is None); ids no
+        longer stored leave the index."""
+        if ids is not None and not ids:
+            return
+        # A read-only embedded process cannot read vectors written after it opened.
+        with_vectors = ids is None or not self.read_only or self.store.shared
+        records = self.store.index_records(ids, with_vectors=with_vectors)
+        if not with_vectors:
+            listed = list(records)
+            vectors = self.embedder.embed_documents([r.content for r in listed])
+            records = iter([dataclasses.replace(r, vector=v) for r, v in zip(listed, vectors)])
+        index = self._shared.index
+        seen = set()
+        for record in records:  # streamed: a whole store's vectors are never all in a list
+            seen.add(record.id)
+            index.remove(record.id)
+            index.add(
+                record.id,
+                record.content,
+                Visibility(record.user_id, record.project_id, record.privacy),
+                record.vector,
+            )
+        for gone in set(ids or ()) - seen:
+            index.remove(gone)
+
+    def indexed(self, items: Sequence[MemoryItem], vectors: Any) -> None:
+        """Put memories this process just wrote into the index."""
+        index = self._shared.index
+        for item in items:
+            index.remove(item.id)
+        index.add_many((i.id, i.content, visibility_of(i), v) for i, v in zip(items, vectors))
+
+    def unindexed(self, memory_ids: Sequence[str]) -> None:
+        """Take memories this process just erased out of the index and the timeline."""
+        for memory_id in memory_ids:
+            self._shared.index.remove(memory_id)
+        gone = set(memory_ids)
+        timeline = self._shared.timeline
+        for scope in [s for s, last in timeline.items() if last[0] in gone]:
+            del timeline[scope]
+
+    def noted(self, change: Change | None) -> None:
+        """A feed entry this process wrote: its effect is in the index already."""
+        if change is not None:
+            self._shared.applied[change.id] = change.at
+
+    # ------------------------------------------------------------------ usage
+
+    def _write_usage(self, ids: Sequence[str], fields: Sequence[dict[str, Any]]) -> None:
+        # Read-modify-write: under concurrent writers a count may be lost; usage is a soft
+        # signal. No store lock here: callers holding it flush usage, and the writer thread
+        # must not wait for them (Chroma serialises its own writes).
+        live = self.store.existing_ids(ids)
+        keep = [n for n, memory_id in enumerate(ids) if memory_id in live]
+        if keep:
+            self.store.set_fields([ids[n] for n in keep], [fields[n] for n in keep])

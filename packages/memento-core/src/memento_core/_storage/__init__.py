@@ -1,0 +1,58 @@
+"""Storage: the only code that speaks Chroma.
+
+``_chroma`` opens a store (a directory or a server) and explains failures; ``_lock`` keeps one
+writing process per embedded store; ``_records`` converts records; ``_repository`` offers every
+read and write the work modules need, and the change feed other instances catch up from.
+"""
+
+from memento_core._storage._chroma import (
+    PAGE,
+    PLACEHOLDER_VECTOR,
+    SCHEMA_VERSION,
+    ChromaStore,
+    StoreInfo,
+)
+from memento_core._storage._records import (
+    EPOCH,
+    NEVER,
+    event_from_record,
+    event_metadata,
+    from_micros,
+    item_from_record,
+    item_metadata,
+    link_from_record,
+    link_id,
+    link_metadata,
+    to_micros,
+)
+from memento_core._storage._repository import (
+    Change,
+    IndexRecord,
+    Repository,
+    SideRecord,
+    SideRecords,
+)
+
+__all__ = [
+    "EPOCH",
+    "NEVER",
+    "PAGE",
+    "PLACEHOLDER_VECTOR",
+    "SCHEMA_VERSION",
+    "Change",
+    "ChromaStore",
+    "IndexRecord",
+    "Repository",
+    "SideRecord",
+    "SideRecords",
+    "StoreInfo",
+    "event_from_record",
+    "event_metadata",
+    "from_micros",
+    "item_from_record",
+    "item_metadata",
+    "link_from_record",
+    "link_id",
+    "link_metadata",
+    "to_micros",
+]

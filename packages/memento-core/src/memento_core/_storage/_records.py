@@ -1,0 +1,178 @@
+"""Records as Chroma stores them: flat metadata for ``where`` clauses, the rest as JSON.
+
+Times are whole microseconds since the epoch (floats would lose the last digits); fields that
+no ``where`` compares with their default are written only when set (see ``item_metadata``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+from memento_core._model import (
+    FeedbackEvent,
+    FeedbackKind,
+    Link,
+    LinkType,
+    MemoryItem,
+    MemoryType,
+    Privacy,
+    Scope,
+)
+
+NEVER = 2**62
+"""``expires_at`` of a memory that never expires (microseconds; far beyond any real date)."""
+EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+FEEDBACK_KEYS = tuple(f"fb_{kind.value}" for kind in FeedbackKind)
+
+
+def to_micros(value: datetime | None) -> int:
+    """Exact integer microseconds since the epoch (floats would lose the last digits)."""
+    if value is None:
+        return 0
+    return (value - EPOCH) // timedelta(microseconds=1)
+
+
+def from_micros(value: int) -> datetime | None:
+    if not value or value >= NEVER:
+        return None
+    return EPOCH + timedelta(microseconds=int(value))
+
+
+def item_metadata(item: MemoryItem, text_hash: str, *, replacing: bool = False) -> dict[str, Any]:
+    """Flat, filterable fields; the rest travels as one JSON string under ``doc``.
+
+    Fields that ``where`` clauses compare with their default value (``deleted_at`` 0, say) are
+    always written; the others only when they differ from it, since every key is a row in
+    Chroma's metadata table and reads by id slow down as that table grows (a 107-id read at
+    100k memories: 21 ms with 28 keys each, 6 ms with 5). ``item_from_record`` reads a missing
+    field as its default. Chroma merges the metadata of an upsert into the stored one, so a
+    ``replacing`` write gives those fields as None, which removes them.
+    """
+    meta: dict[str, Any] = {
+        "type": item.type.value,
+        "user_id": item.scope.user_id or "",
+        "project_id": item.scope.project_id or "",
+        "privacy": item.privacy.value,
+        "importance": item.importance,
+        "pinned": item.pinned,
+        "created_at": to_micros(item.created_at),
+        "last_accessed_at": to_micros(item.last_accessed_at),
+        "expires_at": to_micros(item.expires_at) if item.expires_at else NEVER,
+        "deleted_at": to_micros(item.deleted_at),
+        "text_hash": text_hash,
+        "review_due_at": to_micros(item.review_due_at),
+        "consolidated_at": to_micros(item.consolidated_at),
+        "doc": json.dumps(
+            {
+                "title": item.title,
+                "data": item.data,
+                "source": item.source,
+                "tags": list(item.tags),
+                "hotwords": list(item.hotwords),
+                "origin_trace": item.origin_trace,
+            },
+            ensure_ascii=False,
+            sort_keys=True,
+        ),
+    }
+    optional: dict[str, Any] = {
+        "agent_id": item.scope.agent_id or "",
+        "session_id": item.scope.session_id or "",
+        "access_count": item.access_count,
+        "has_hotwords": bool(item.hotwords),
+        "updated_at": to_micros(item.updated_at),
+        "retention_s": int(item.retention.total_seconds()) if item.retention else 0,
+        "review_step": item.review_step,
+        "superseded_by": item.superseded_by or "",
+        "follows": item.follows or "",
+        "tags": list(item.tags),
+        **{key: int(item.feedback.get(key[3:], 0)) for key in FEEDBACK_KEYS},
+    }
+    for key, value in optional.items():
+        if value:
+            meta[key] = value
+        elif replacing:
+            meta[key] = None
+    return meta
+
+
+def item_from_record(memory_id: str, content: str, meta: Mapping[str, Any]) -> MemoryItem:
+    doc = json.loads(meta["doc"])
+    return MemoryItem(
+        id=memory_id,
+        content=content,
+        type=MemoryType(meta["type"]),
+        title=doc["title"],
+        data=doc["data"],
+        source=doc["source"],
+        scope=Scope(
+            user_id=meta["user_id"] or None,
+            agent_id=meta.get("agent_id") or None,
+            project_id=meta["project_id"] or None,
+            session_id=meta.get("session_id") or None,
+        ),
+        privacy=Privacy(meta["privacy"]),
+        importance=float(meta["importance"]),
+        pinned=bool(meta["pinned"]),
+        tags=tuple(doc["tags"]),
+        hotwords=tuple(doc["hotwords"]),
+        created_at=from_micros(meta["created_at"]) or EPOCH,
+        last_accessed_at=from_micros(meta["last_accessed_at"]),
+        expires_at=from_micros(meta["expires_at"]),
+        access_count=int(meta.get("access_count", 0)),
+        feedback={k[3:]: int(meta[k]) for k in FEEDBACK_KEYS if meta.get(k)},
+        origin_trace=doc["origin_trace"],
+        deleted_at=from_micros(meta["deleted_at"]),
+        updated_at=from_micros(meta.get("updated_at", 0)),
+        retention=timedelta(seconds=meta["retention_s"]) if meta.get("retention_s") else None,
+        review_due_at=from_micros(meta.get("review_due_at", 0)),
+        review_step=int(meta.get("review_step", 0)),
+        consolidated_at=from_micros(meta.get("consolidated_at", 0)),
+        superseded_by=meta.get("superseded_by") or None,
+        follows=meta.get("follows") or None,
+    )
+
+
+def link_id(link: Link) -> str:
+    return f"{link.source_id}:{link.type.value}:{link.target_id}"
+
+
+def link_metadata(link: Link) -> dict[str, Any]:
+    return {
+        "source_id": link.source_id,
+        "target_id": link.target_id,
+        "type": link.type.value,
+        "created_at": to_micros(link.created_at),
+    }
+
+
+def event_metadata(event: FeedbackEvent) -> dict[str, Any]:
+    return {
+        "memory_id": event.memory_id,
+        "kind": event.kind.value,
+        "score": event.score,
+        "at": to_micros(event.at),
+    }
+
+
+def link_from_record(meta: Mapping[str, Any], note: str) -> Link:
+    return Link(
+        source_id=meta["source_id"],
+        type=LinkType(meta["type"]),
+        target_id=meta["target_id"],
+        created_at=from_micros(meta["created_at"]) or EPOCH,
+        note=note or None,
+    )
+
+
+def event_from_record(meta: Mapping[str, Any], note: str) -> FeedbackEvent:
+    return FeedbackEvent(
+        memory_id=meta["memory_id"],
+        kind=FeedbackKind(meta["kind"]),
+        score=float(meta["score"]),
+        at=from_micros(meta["at"]) or EPOCH,
+        note=note or None,
+    )

@@ -1,0 +1,455 @@
+"""The store repository: every read and write of Memento's records, in the words of the work.
+
+Work modules ask for memories, links, feedback events and side records by what they mean; this
+class and ``_chroma`` are the only code that calls Chroma. Writes that change what the candidate
+index holds — new, replaced and erased memories — are also appended to the change feed
+(``<prefix>_changes``), from which other instances and processes catch up (see ``_engine``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from memento_core._model import FeedbackEvent, Link, LinkType, MemoryItem, utcnow
+from memento_core._storage._chroma import PAGE, PLACEHOLDER_VECTOR, ChromaStore, Record, StoreInfo
+from memento_core._storage._records import (
+    event_from_record,
+    event_metadata,
+    item_from_record,
+    item_metadata,
+    link_from_record,
+    link_id,
+    link_metadata,
+    to_micros,
+)
+
+Where = Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class SideRecord:
+    """One record of a side collection: an id, a text document and flat metadata."""
+
+    id: str
+    document: str
+    metadata: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class IndexRecord:
+    """What the candidate index keeps of a memory: its text, who may see it, its vector."""
+
+    id: str
+    content: str
+    user_id: str
+    project_id: str
+    privacy: str
+    vector: Any
+
+
+@dataclass(frozen=True)
+class Change:
+    """One entry of the change feed: memories written (``put``) or erased (``erase``)."""
+
+    id: str
+    at: int
+    op: str
+    ids: tuple[str, ...]
+
+
+class SideRecords:
+    """A collection of records without vectors (chat messages, adapters' checkpoints, the
+    change feed). ``where`` clauses compare flat metadata, as in Chroma."""
+
+    def __init__(self, collection: Any, store: ChromaStore) -> None:
+        self._collection = collection
+        self._store = store
+
+    def put(
+        self,
+        ids: Sequence[str],
+        documents: Sequence[str],
+        metadatas: Sequence[Mapping[str, Any]],
+    ) -> None:
+        """Write records, replacing any stored under the same ids."""
+        if ids:
+            self._collection.upsert(
+                ids=list(ids),
+                embeddings=[PLACEHOLDER_VECTOR] * len(ids),
+                documents=list(documents),
+                metadatas=[dict(m) for m in metadatas],
+            )
+
+    def add(
+        self,
+        ids: Sequence[str],
+        documents: Sequence[str],
+        metadatas: Sequence[Mapping[str, Any]],
+    ) -> None:
+        """Write records whose ids are not stored yet; a stored id keeps its first record."""
+        if ids:
+            self._collection.add(
+                ids=list(ids),
+                embeddings=[PLACEHOLDER_VECTOR] * len(ids),
+                documents=list(documents),
+                metadatas=[dict(m) for m in metadatas],
+            )
+
+    def get(self, ids: Sequence[str]) -> list[SideRecord]:
+        """The records with these ids that exist, in no particular order."""
+        if not ids:
+            return []
+        return [
+            SideRecord(i, d or "", m)
+            for i, m, d, _ in self._store.records_by_id(
+                self._collection, list(ids), include=["metadatas", "documents"]
+            )
+        ]
+
+    def find(self, where: Where | None = None) -> list[SideRecord]:
+        """Every record matching ``where`` (all of them without it), sorted by id."""
+        found = [
+            SideRecord(i, d or "", m)
+            for i, m, d, _ in self._store.iter_records(
+                self._collection, where=where, include=["metadatas", "documents"]
+            )
+        ]
+        return sorted(found, key=lambda record: record.id)
+
+    def ids(self, where: Where | None = None) -> list[str]:
+        return [
+            i for i, _, _, _ in self._store.iter_records(self._collection, where=where, include=[])
+        ]
+
+    def delete(self, *, ids: Sequence[str] | None = None, where: Where | None = None) -> None:
+        """Delete the records with these ids, or those matching ``where``."""
+        if ids is not None:
+            for start in range(0, len(ids), PAGE):
+                self._collection.delete(ids=list(ids[start : start + PAGE]))
+        elif where is not None:
+            self._collection.delete(where=dict(where))
+
+    def count(self) -> int:
+        return int(self._collection.count())
+
+
+class Repository:
+    """Memories, links, feedback events, side records and the change feed of one store."""
+
+    def __init__(self, chroma: ChromaStore, info: StoreInfo) -> None:
+        self._chroma = chroma
+        self.info = info
+        self.location = chroma.location
+        self.shared = "://" in chroma.location
+        """A Chroma server, which other processes may write to."""
+        self.lock: threading.RLock = chroma.lock
+        self._items = chroma.items
+        self._links = chroma.links
+        self._events = chroma.events
+        self._side: dict[str, SideRecords] = {}
+        self.changes = self.side_records("changes")
+
+    # ----------------------------------------------------------------- memories
+
+    def items_by_id(self, ids: Sequence[str], *, where: Where | None = None) -> list[MemoryItem]:
+        """The memories with these ids that exist (and match ``where``), as stored."""
+        if not ids:
+            return []
+        if where is None:
+            records: Iterator[Record] = self._chroma.records_by_id(
+                self._items, list(ids), include=["metadatas", "documents"]
+            )
+            return [item_from_record(i, d or "", m) for i, m, d, _ in records]
+        found = self._items.get(
+            ids=list(ids), where=dict(where), include=["metadatas", "documents"]
+        )
+        return [
+            item_from_record(i, d or "", m)
+            for i, m, d in zip(found["ids"], found["metadatas"], found["documents"])
+        ]
+
+    def find_items(self, where: Where | None = None) -> list[MemoryItem]:
+        """Every memory matching ``where`` (all of them without it), in pages."""
+        return [
+            item_from_record(i, d or "", m)
+            for i, m, d, _ in self._chroma.iter_records(
+                self._items, where=where, include=["metadatas", "documents"]
+            )
+        ]
+
+    def find_items_with_vectors(self, where: Where) -> list[tuple[MemoryItem, Any]]:
+        """Every memory matching ``where`` with its stored vector."""
+        return [
+            (item_from_record(i, d or "", m), vector)
+            for i, m, d, vector in self._chroma.iter_records(
+                self._items, where=where, include=["metadatas", "documents", "embeddings"]
+            )
+        ]
+
+    def find_item_ids(self, where: Where | None = None) -> list[str]:
+        return [i for i, _, _, _ in self._chroma.iter_records(self._items, where=where, include=[])]
+
+    def item_fields(self, where: Where | None = None) -> Iterator[Mapping[str, Any]]:
+        """The flat metadata of every memory matching ``where`` (cheap: no text, no JSON)."""
+        for _, meta, _, _ in self._chroma.iter_records(
+            self._items, where=where, include=["metadatas"]
+        ):
+            yield meta
+
+    def existing_ids(self, ids: Sequence[str]) -> set[str]:
+        """Which of ``ids`` are stored."""
+        if not ids:
+            return set()
+        return set(self._items.get(ids=list(ids), include=[])["ids"])
+
+    def all_item_ids(self) -> set[str]:
+        return self._chroma.all_ids(self._items)
+
+    def count_items(self) -> int:
+        return int(self._items.count())
+
+    def index_records(
+        self, ids: Sequence[str] | None = None, *, with_vectors: bool = True
+    ) -> Iterator[IndexRecord]:
+        """What the candidate index needs of these memories (of every memory without ids).
+        Without vectors, ``vector`` is None: the caller embeds the text again."""
+        include = ["metadatas", "documents", *(["embeddings"] if with_vectors else [])]
+        records = (
+            self._chroma.iter_records(self._items, include=include)
+            if ids is None
+            else self._chroma.records_by_id(self._items, list(ids), include=include)
+        )
+        for memory_id, meta, document, vector in records:
+            yield IndexRecord(
+                memory_id,
+                document or "",
+                meta["user_id"],
+                meta["project_id"],
+                meta["privacy"],
+                vector,
+            )
+
+    def vectors_by_hash(self, hashes: Sequence[str]) -> dict[str, Any]:
+        """Stored vectors of texts with these hashes (identical text stored in another scope)."""
+        if not hashes:
+            return {}
+        found = self._items.get(
+            where={"text_hash": {"$in": list(hashes)}}, include=["metadatas", "embeddings"]
+        )
+        return {m["text_hash"]: v for m, v in zip(found["metadatas"], found["embeddings"])}
+
+    def write_items(
+        self,
+        items: Sequence[MemoryItem],
+        vectors: Any,
+        hashes: Sequence[str],
+        *,
+        replacing: Sequence[bool],
+    ) -> Change | None:
+        """Store memories with their vectors and log them in the change feed.
+
+        New memories are added, not upserted: Chroma keeps the first record of an id, so when
+        another process stored the same content since the caller's check, its record (and any
+        pin, feedback or use since) stays. Replacements overwrite.
+        """
+        for write, replace in ((self._items.add, False), (self._items.upsert, True)):
+            chosen = [n for n in range(len(items)) if replacing[n] == replace]
+            if chosen:
+                write(
+                    ids=[items[n].id for n in chosen],
+                    embeddings=[vectors[n] for n in chosen],
+                    documents=[items[n].content for n in chosen],
+                    metadatas=[
+                        item_metadata(items[n], hashes[n], replacing=replace) for n in chosen
+                    ],
+                )
+        return self.log_change("put", [item.id for item in items])
+
+    def set_fields(
+        self, ids: Sequence[str], fields: Mapping[str, Any] | Sequence[Mapping[str, Any]]
+    ) -> None:
+        """Change flat fields of stored memories: the same ``fields`` for all, or one each.
+        Fields no index depends on (usage, pins, marks), so the change feed is not told."""
+        if not ids:
+            return
+        metadatas = [dict(fields)] * len(ids) if isinstance(fields, Mapping) else list(fields)
+        for start in range(0, len(ids), PAGE):
+            self._items.update(
+                ids=list(ids[start : start + PAGE]),
+                metadatas=[dict(m) for m in metadatas[start : start + PAGE]],
+            )
+
+    def delete_items(self, ids: Sequence[str]) -> Change | None:
+        """Erase memories and their vectors, and log it in the change feed."""
+        for start in range(0, len(ids), PAGE):
+            self._items.delete(ids=list(ids[start : start + PAGE]))
+        return self.log_change("erase", ids)
+
+    def items_following(self, ids: Sequence[str]) -> list[MemoryItem]:
+        """Memories whose timeline link (``follows``) points at one of ``ids``."""
+        return self.find_items({"follows": {"$in": list(ids)}})
+
+    # -------------------------------------------------------------------- links
+
+    def link(self, link_key: str) -> Link | None:
+        found = self._links.get(ids=[link_key], include=["metadatas", "documents"])
+        if not found["ids"]:
+            return None
+        return link_from_record(found["metadatas"][0], found["documents"][0] or "")
+
+    def add_links(self, links: Sequence[Link]) -> None:
+        """Store links not stored yet (a stored link keeps its time and note)."""
+        fresh = {link_id(link): link for link in links}
+        if not fresh:
+            return
+        for known in self._links.get(ids=list(fresh), include=[])["ids"]:
+            del fresh[known]
+        if fresh:
+            self._links.add(
+                ids=list(fresh),
+                embeddings=[PLACEHOLDER_VECTOR] * len(fresh),
+                documents=[link.note or "" for link in fresh.values()],
+                metadatas=[link_metadata(link) for link in fresh.values()],
+            )
+
+    def put_links(self, links: Sequence[Link]) -> None:
+        """Store links as given, replacing stored ones with the same ids (import)."""
+        for start in range(0, len(links), PAGE):
+            batch = links[start : start + PAGE]
+            self._links.upsert(
+                ids=[link_id(link) for link in batch],
+                embeddings=[PLACEHOLDER_VECTOR] * len(batch),
+                documents=[link.note or "" for link in batch],
+                metadatas=[link_metadata(link) for link in batch],
+            )
+
+    def find_links(self, where: Where | None = None) -> list[Link]:
+        return [
+            link_from_record(m, d or "")
+            for _, m, d, _ in self._chroma.iter_records(
+                self._links, where=where, include=["metadatas", "documents"]
+            )
+        ]
+
+    def links_touching(self, ids: Sequence[str]) -> list[Link]:
+        """Every link from or to one of ``ids``."""
+        listed = list(ids)
+        return self.find_links(
+            {"$or": [{"source_id": {"$in": listed}}, {"target_id": {"$in": listed}}]}
+        )
+
+    def links_of_type(
+        self,
+        link_type: LinkType,
+        *,
+        sources: Sequence[str] | None = None,
+        targets: Sequence[str] | None = None,
+    ) -> list[Link]:
+        """Links of one type from any of ``sources`` and/or to any of ``targets``."""
+        clauses: list[dict[str, Any]] = [{"type": link_type.value}]
+        if sources is not None:
+            clauses.append({"source_id": {"$in": list(sources)}})
+        if targets is not None:
+            clauses.append({"target_id": {"$in": list(targets)}})
+        found: list[Link] = []
+        # ``$in`` lists are kept to a page: Chroma's query planner slows with long ones.
+        longest = max(len(sources or ()), len(targets or ()), 1)
+        if longest <= PAGE:
+            return self.find_links({"$and": clauses})
+        key = "source_id" if sources is not None and len(sources) == longest else "target_id"
+        values = list((sources if key == "source_id" else targets) or ())
+        for start in range(0, len(values), PAGE):
+            page = [c for c in clauses if key not in c] + [
+                {key: {"$in": values[start : start + PAGE]}}
+            ]
+            found += self.find_links({"$and": page})
+        return found
+
+    def delete_links_touching(self, ids: Sequence[str]) -> None:
+        listed = list(ids)
+        for start in range(0, len(listed), PAGE):
+            page = listed[start : start + PAGE]
+            self._links.delete(
+                where={"$or": [{"source_id": {"$in": page}}, {"target_id": {"$in": page}}]}
+            )
+
+    def delete_links(self, links: Sequence[Link]) -> None:
+        if links:
+            self._links.delete(ids=[link_id(link) for link in links])
+
+    def count_links(self) -> int:
+        return int(self._links.count())
+
+    # ----------------------------------------------------------------- feedback
+
+    def add_event(self, event: FeedbackEvent, *, key: str | None = None) -> None:
+        """Store one feedback event (under ``key``, or a fresh unique id)."""
+        event_key = key or f"{event.memory_id}:{to_micros(event.at)}:{os.urandom(4).hex()}"
+        self._events.upsert(
+            ids=[event_key],
+            embeddings=[PLACEHOLDER_VECTOR],
+            documents=[event.note or ""],
+            metadatas=[event_metadata(event)],
+        )
+
+    def find_events(self, memory_ids: Sequence[str] | None = None) -> list[FeedbackEvent]:
+        """The feedback events of these memories (of every memory without ids)."""
+        where = None if memory_ids is None else {"memory_id": {"$in": list(memory_ids)}}
+        if memory_ids is not None and not memory_ids:
+            return []
+        return [
+            event_from_record(m, d or "")
+            for _, m, d, _ in self._chroma.iter_records(
+                self._events, where=where, include=["metadatas", "documents"]
+            )
+        ]
+
+    def delete_events_of(self, memory_ids: Sequence[str]) -> None:
+        listed = list(memory_ids)
+        for start in range(0, len(listed), PAGE):
+            self._events.delete(where={"memory_id": {"$in": listed[start : start + PAGE]}})
+
+    def count_events(self) -> int:
+        return int(self._events.count())
+
+    # ------------------------------------------------------------ side records
+
+    def side_records(self, name: str) -> SideRecords:
+        """The side collection ``<prefix>_<name>``, created on first use."""
+        found = self._side.get(name)
+        if found is None:
+            found = self._side[name] = SideRecords(self._chroma.side_collection(name), self._chroma)
+        return found
+
+    # ------------------------------------------------------------- change feed
+
+    def log_change(self, op: str, ids: Sequence[str]) -> Change | None:
+        """Append an entry to the change feed (after the write it describes, so a reader that
+        sees the entry finds the records)."""
+        if not ids:
+            return None
+        at = to_micros(utcnow())
+        change = Change(f"{at:020d}:{os.urandom(6).hex()}", at, op, tuple(ids))
+        self.changes.add(
+            [change.id], [json.dumps(list(change.ids))], [{"at": change.at, "op": change.op}]
+        )
+        return change
+
+    def changes_since(self, at: int) -> list[Change]:
+        """Change-feed entries stamped at or after ``at`` (microseconds), oldest first."""
+        records = self.changes.find({"at": {"$gte": at}})
+        return [
+            Change(
+                r.id, int(r.metadata["at"]), str(r.metadata["op"]), tuple(json.loads(r.document))
+            )
+            for r in records
+        ]
+
+    def prune_changes(self, before: int) -> None:
+        """Drop change-feed entries stamped before ``before`` (microseconds)."""
+        self.changes.delete(where={"at": {"$lt": before}})
