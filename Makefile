@@ -12,7 +12,7 @@ export TOKENIZERS_PARALLELISM := false
 PACKAGES := -e packages/memento-core -e packages/memento-langgraph -e packages/memento-llamaindex \
 	-e packages/memento-autogen -e packages/memento-mcp
 DEV_TOOLS := pytest pytest-asyncio pytest-timeout hypothesis ruff mypy websockets build rank-bm25 \
-	matplotlib hatchling langgraph-checkpoint-conformance "autogen-ext[chromadb]" langmem
+	matplotlib hatchling import-linter langgraph-checkpoint-conformance "autogen-ext[chromadb]" langmem
 
 $(BIN)/.installed: constraints.txt packages/*/pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -30,13 +30,14 @@ demo: $(BIN)/.installed
 test: $(BIN)/.installed
 	$(BIN)/ruff check .
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 	$(BIN)/python -m pytest -m "not slow" ; status=$$?; [ $$status -eq 5 ] && status=0; exit $$status
 
 test-slow: $(BIN)/.installed
 	$(BIN)/python -m pytest -m slow
 
 lint: $(BIN)/.installed
-	$(BIN)/ruff check . && $(BIN)/ruff format --check . && $(BIN)/mypy
+	$(BIN)/ruff check . && $(BIN)/ruff format --check . && $(BIN)/mypy && $(BIN)/lint-imports
 
 bench: $(BIN)/.installed
 	$(BIN)/python benchmarks/summary.py --run locomo langgraph_store llamaindex_memory \

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from memento_core._memento import MAX_RECALL_LIMIT
+from memento_core import MAX_RECALL_LIMIT
 from memento_core.embedding import DEFAULT_MODEL
 
 

@@ -41,8 +41,8 @@ from memento_core import (
     Privacy,
     Recalled,
     Scope,
+    parse_enum,
 )
-from memento_core._model import parse_enum
 
 TRACE_KEY = "autogen"
 """The key of the AutoGen provenance in a memory's ``origin_trace``."""

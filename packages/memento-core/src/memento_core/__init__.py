@@ -6,7 +6,13 @@ from memento_core._drafts import MemoryDraft
 from memento_core._filters import RecallFilter
 from memento_core._injection import InjectedMemory, Injection
 from memento_core._lifecycle import ErasureReport, ForgetCandidate, PurgeReport
-from memento_core._memento import DEFAULT_PATH, Memento, StoreStats, memory_injection
+from memento_core._memento import (
+    DEFAULT_PATH,
+    MAX_RECALL_LIMIT,
+    Memento,
+    StoreStats,
+    memory_injection,
+)
 from memento_core._messages import Message, Role, ToolCall
 from memento_core._model import (
     MAX_CONTENT_CHARS,
@@ -18,6 +24,9 @@ from memento_core._model import (
     MemoryType,
     Privacy,
     Scope,
+    as_utc,
+    check_scope_value,
+    parse_enum,
 )
 from memento_core._policies import FOREVER, RetentionPolicy, ReviewPolicy
 from memento_core._ranking import RankingWeights, Reason, Recalled
@@ -63,6 +72,7 @@ __all__ = [
     "FOREVER",
     "MAX_CONTENT_CHARS",
     "MAX_EVENT_BYTES",
+    "MAX_RECALL_LIMIT",
     "CachingEmbedder",
     "ChatMemory",
     "Conversation",
@@ -127,6 +137,9 @@ __all__ = [
     "WordPieceCounter",
     "__version__",
     "adetect_stream",
+    "as_utc",
+    "check_scope_value",
     "detect_stream",
     "memory_injection",
+    "parse_enum",
 ]

@@ -23,10 +23,17 @@ from langchain_core.messages import (
     convert_to_messages,
 )
 
-from memento_core import InvalidInput, Memento, Scope
-from memento_core._chat import ChatMemory, WindowPolicy
-from memento_core._messages import Message, Role, ToolCall
-from memento_core._summarize import Summarizer
+from memento_core import (
+    ChatMemory,
+    InvalidInput,
+    Memento,
+    Message,
+    Role,
+    Scope,
+    Summarizer,
+    ToolCall,
+    WindowPolicy,
+)
 
 __all__ = ["INJECTED_PREFIX", "archive_messages", "to_memento_messages"]
 

@@ -34,8 +34,7 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from memento_core import Memento, Scope
-from memento_core._summarize import Summarizer
+from memento_core import Memento, Scope, Summarizer
 from memento_langgraph._records import CheckpointRecords, Record, decode
 from memento_langgraph.messages import archive_messages, as_langchain
 

@@ -48,7 +48,9 @@ from langgraph.store.base import (
 )
 
 from memento_core import (
+    FOREVER,
     MAX_CONTENT_CHARS,
+    MAX_RECALL_LIMIT,
     Embedder,
     Memento,
     MemoryDraft,
@@ -56,8 +58,6 @@ from memento_core import (
     MemoryNotFound,
     MemoryType,
 )
-from memento_core._memento import MAX_RECALL_LIMIT
-from memento_core._policies import FOREVER
 from memento_langgraph.filters import check_filter, matches_filter
 from memento_langgraph.namespaces import (
     INDEXED_TAG,

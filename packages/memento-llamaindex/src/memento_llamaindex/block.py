@@ -9,9 +9,7 @@ from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.bridge.pydantic import ConfigDict, Field
 from llama_index.core.memory.memory import BaseMemoryBlock
 
-from memento_core import Memento
-from memento_core._memento import MAX_RECALL_LIMIT
-from memento_core._model import check_scope_value
+from memento_core import MAX_RECALL_LIMIT, Memento, check_scope_value
 from memento_llamaindex.connection import MementoConnection
 from memento_llamaindex.mapping import drafts_from_messages, latest_user_text
 

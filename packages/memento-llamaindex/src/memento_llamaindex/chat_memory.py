@@ -12,9 +12,14 @@ from llama_index.core.llms.llm import LLM
 from llama_index.core.memory.types import BaseMemory
 from llama_index.core.utils import get_tokenizer
 
-from memento_core import ChatMemory, Memento, Summarizer, WindowPolicy
-from memento_core._memento import MAX_RECALL_LIMIT
-from memento_core._model import check_scope_value
+from memento_core import (
+    MAX_RECALL_LIMIT,
+    ChatMemory,
+    Memento,
+    Summarizer,
+    WindowPolicy,
+    check_scope_value,
+)
 from memento_llamaindex.connection import MementoConnection
 from memento_llamaindex.mapping import (
     check_tool_results,

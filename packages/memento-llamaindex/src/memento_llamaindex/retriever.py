@@ -10,8 +10,7 @@ from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.callbacks import CallbackManager
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
-from memento_core import Memento, MemoryNotFound, Recalled, RecallFilter, Scope
-from memento_core._memento import MAX_RECALL_LIMIT
+from memento_core import MAX_RECALL_LIMIT, Memento, MemoryNotFound, Recalled, RecallFilter, Scope
 
 
 class MementoRetriever(BaseRetriever):

@@ -32,9 +32,7 @@ from memento_core import (
 )
 
 if TYPE_CHECKING:
-    from memento_core import Memento
-    from memento_core._consolidation import SleepReport
-    from memento_core._injection import Injection
+    from memento_core import Injection, Memento, SleepReport
 
 EXPORT_FORMATS = ("ndjson", "markdown", "csv")
 

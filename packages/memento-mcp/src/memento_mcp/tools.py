@@ -12,8 +12,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp_types import ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field
 
-from memento_core import MAX_CONTENT_CHARS, InvalidInput
-from memento_core._model import as_utc
+from memento_core import MAX_CONTENT_CHARS, InvalidInput, as_utc
 from memento_mcp.scoped import ScopedMemento
 from memento_mcp.views import (
     DueItem,
