@@ -17,10 +17,11 @@ import numpy as np
 import numpy.typing as npt
 from _common import latency_summary
 
-import memento_core._memento as memento_module
 import memento_core._retrieval as retrieval_module
+import memento_core._storage._repository as repository_module
 from memento_core import Memento, RecallFilter
-from memento_core._filters import visibility_clause, where_clause
+from memento_core._filters import where_clause
+from memento_core._visibility import visibility_clause
 
 if TYPE_CHECKING:
     from scale import Query
@@ -76,8 +77,9 @@ class StageClock:
 
     @contextmanager
     def installed(self) -> Iterator[StageClock]:
-        store = self.memento._store
-        collection = store.items
+        # Probes reach into the engine on purpose: they time its stages.
+        store = self.memento._engine.store
+        collection = store._items
         clock = self
 
         class TimedCollection:
@@ -90,21 +92,21 @@ class StageClock:
                 }
                 return clock._wrap(stages[name], value) if name in stages else value
 
-        store.items = TimedCollection()
-        self._undo.append(lambda: setattr(store, "items", collection))
+        store._items = TimedCollection()
+        self._undo.append(lambda: setattr(store, "_items", collection))
         self._patch(self.memento.embedder, "embed_query", "query vector (cache lookup)")
-        self._patch(self.memento._keywords, "search", "keyword search (BM25)")
-        self._patch(self.memento._keywords, "scores_for", "keyword scores_for")
-        self._patch(self.memento._keywords, "nearest", "vector search (in memory)")
-        self._patch(self.memento._usage, "record", "usage record")
+        self._patch(self.memento._engine.index, "search", "keyword search (BM25)")
+        self._patch(self.memento._engine.index, "scores_for", "keyword scores_for")
+        self._patch(self.memento._engine.index, "nearest", "vector search (in memory)")
+        self._patch(self.memento._engine.usage, "record", "usage record")
         for name, stage in (
-            ("visibility_clause", "visibility clause"),
+            ("check_viewer", "viewer check"),
             ("rank", "rank"),
             ("matched_terms", "matched_terms"),
         ):
-            self._patch(memento_module, name, stage)
-        # Candidates are read and turned into items in retrieval.py since recall was split.
-        self._patch(retrieval_module, "item_from_record", "records → MemoryItem")
+            self._patch(retrieval_module, name, stage)
+        # Candidates are read and turned into items by the repository.
+        self._patch(repository_module, "item_from_record", "records → MemoryItem")
         try:
             yield self
         finally:
@@ -140,7 +142,7 @@ class StageClock:
 
 def chroma_probes(memento: Memento, queries: Sequence[Query], vectors: dict[str, Vectors]) -> Any:
     """The raw Chroma query as recall makes it, and with less filtering or payload."""
-    items = memento._store.items
+    items = memento._engine.store._items
     now = datetime.now(timezone.utc)
     no_filter = RecallFilter()
 
@@ -172,7 +174,7 @@ def chroma_probes(memento: Memento, queries: Sequence[Query], vectors: dict[str,
 
 
 def keyword_probe(memento: Memento, queries: Sequence[Query]) -> dict[str, float]:
-    index = memento._keywords
+    index = memento._engine.index
 
     def call(query: Query) -> None:
         index.search(

@@ -24,9 +24,15 @@ def _scope(args: argparse.Namespace) -> Scope:
     )
 
 
+READING_COMMANDS = frozenset({"recall", "get", "export", "stats", "forget-candidates"})
+"""Commands that change nothing: they open an embedded store read-only, so they work while
+another process (an MCP server, an app) holds it for writing."""
+
+
 def _open(args: argparse.Namespace) -> Memento:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    return Memento.open(args.path, url=args.url)
+    read_only = args.url is None and (args.read_only or args.command in READING_COMMANDS)
+    return Memento.open(args.path, url=args.url, read_only=read_only)
 
 
 def _console() -> Any:
@@ -320,6 +326,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--path", help="embedded store directory (default $MEMENTO_PATH or ./.memento)"
     )
     where.add_argument("--url", help="Chroma server URL, e.g. http://127.0.0.1:8000")
+    where.add_argument(
+        "--read-only",
+        action="store_true",
+        help="open an embedded store without its write lock (another process may hold it)",
+    )
     who = common.add_argument_group("scope")
     for name in ("user", "agent", "project", "session"):
         who.add_argument(f"--{name}", help=f"{name} id")
