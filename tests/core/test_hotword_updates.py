@@ -50,13 +50,14 @@ def test_an_unchanged_set_keeps_its_detector(mem: Memento) -> None:
 
 
 @pytest.mark.server
-def test_another_processs_hotwords_reach_a_server_reader_after_the_refresh(
+def test_another_instances_hotwords_reach_a_server_reader_at_once(
     writer_and_reader: tuple[Memento, Memento],
 ) -> None:
     writer, reader = writer_and_reader
     first = reader.hotword_detector(ANN)
     added = writer.remember("Do Son is a seaside town", scope=ANN, hotwords=["Do Son"])
 
-    assert reader.hotword_detector(ANN) is first  # within hotword_refresh: the cached one
-    reader.hotword_refresh = 0.0
-    assert detected(reader.hotword_detector(ANN).conversation("c"), "Do Son") == [added]
+    # Instances of a store in one process share its state: no refresh period to wait out.
+    again = reader.hotword_detector(ANN)
+    assert again is not first
+    assert detected(again.conversation("c"), "Do Son") == [added]

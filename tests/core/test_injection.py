@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memento_core import Embedder, InvalidInput, Memento, Privacy, Scope
-from memento_core._injection import HEADER, memory_injection
+from memento_core import Embedder, InvalidInput, Memento, Privacy, Scope, memory_injection
+from memento_core._injection import HEADER
 from memento_core._messages import Role
 from memento_core._tokens import count_message, default_counter
 
