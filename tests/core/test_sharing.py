@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from memento_core import (
+    Embedder,
     Memento,
     MemoryNotFound,
     Privacy,
@@ -283,3 +284,26 @@ def test_a_writer_killed_mid_write_leaves_the_reader_working_and_the_lock_free(
         contents = {i.content for i in successor.items(scope=Scope(user_id="kid"))}
         assert acknowledged <= contents
         successor.remember("The successor writes on.", scope=ANN)
+
+
+def test_the_cli_reads_while_another_process_holds_the_store(
+    tmp_path: Path, embedder: Embedder
+) -> None:
+    path = tmp_path / "held"
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "ANONYMIZED_TELEMETRY": "False"}
+
+    def cli(*argv: str) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "memento_core.cli", *argv, "--path", str(path)]
+        return subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
+
+    with Memento.open(path, embedder=embedder) as mem:
+        mem.remember("The boiler code is 4711.", scope=ANN)
+        found = cli("recall", "boiler code", "--user", "ann")
+        assert found.returncode == 0, found.stderr
+        assert "4711" in found.stdout
+
+        refused = cli("remember", "A second writer's note.", "--user", "ann")
+        assert refused.returncode == 2
+        (line,) = refused.stderr.strip().splitlines()
+        assert line.startswith("memento: error: ") and f"pid {os.getpid()}" in line
+        assert [i.content for i in mem.items(scope=ANN)] == ["The boiler code is 4711."]

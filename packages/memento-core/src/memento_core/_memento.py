@@ -174,7 +174,7 @@ class Memento:
 
     @track_usage.setter
     def track_usage(self, value: bool) -> None:
-        self._engine.track_usage = value
+        self._engine.track_usage = value and not self._engine.read_only
 
     @property
     def retention(self) -> RetentionPolicy:

@@ -77,13 +77,7 @@ class SideRecords:
         metadatas: Sequence[Mapping[str, Any]],
     ) -> None:
         """Write records, replacing any stored under the same ids."""
-        if ids:
-            self._collection.upsert(
-                ids=list(ids),
-                embeddings=[PLACEHOLDER_VECTOR] * len(ids),
-                documents=list(documents),
-                metadatas=[dict(m) for m in metadatas],
-            )
+        self._write(self._collection.upsert, ids, documents, metadatas)
 
     def add(
         self,
@@ -92,8 +86,17 @@ class SideRecords:
         metadatas: Sequence[Mapping[str, Any]],
     ) -> None:
         """Write records whose ids are not stored yet; a stored id keeps its first record."""
+        self._write(self._collection.add, ids, documents, metadatas)
+
+    @staticmethod
+    def _write(
+        write: Any,
+        ids: Sequence[str],
+        documents: Sequence[str],
+        metadatas: Sequence[Mapping[str, Any]],
+    ) -> None:
         if ids:
-            self._collection.add(
+            write(
                 ids=list(ids),
                 embeddings=[PLACEHOLDER_VECTOR] * len(ids),
                 documents=list(documents),
