@@ -16,7 +16,7 @@ from langgraph.graph.state import CompiledStateGraph
 from websockets.asyncio.client import ClientConnection, connect
 
 from memento_core import Embedder, Memento
-from memento_gateway import Gateway, Space, StaticKeys
+from memento_gateway import MAX_FRAME_BYTES, Gateway, Space, StaticKeys
 
 KEY = "key-shop"
 OTHER_KEY = "key-other"
@@ -68,7 +68,8 @@ class Harness:
         self.http = url.replace("ws://", "http://")
 
     def connect(self) -> Any:
-        return connect(self.url, max_size=None)
+        """A client that, like the spec's, refuses any frame over 32 KB (closing with 1009)."""
+        return connect(self.url, max_size=MAX_FRAME_BYTES)
 
 
 async def start(mem: Memento, spaces: dict[str, Space], **options: Any) -> tuple[Gateway, Any]:
