@@ -104,7 +104,13 @@ def request(**fields: Any) -> str:
         "api_key": KEY,
     }
     base.update(fields)
-    return json.dumps({k: v for k, v in base.items() if v is not ...}, ensure_ascii=False)
+    fields = {k: v for k, v in base.items() if v is not ...}
+    text = json.dumps(fields, ensure_ascii=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate travels as a JSON escape, as a client sends it
+        text = json.dumps(fields)
+    return text
 
 
 async def turn(ws: ClientConnection, raw: str) -> list[dict[str, Any]]:
