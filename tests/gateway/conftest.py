@@ -3,14 +3,21 @@ LangChain's fake streaming chat model, and the gateway on a loopback port with a
 
 from __future__ import annotations
 
+import asyncio
 import json
+import urllib.error
+import urllib.request
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from langchain_core.language_models.fake_chat_models import FakeListChatModel
-from langchain_core.messages import BaseMessage
+from langchain_core.language_models.fake_chat_models import (
+    FakeListChatModel,
+    GenericFakeChatModel,
+)
+from langchain_core.messages import AIMessageChunk, BaseMessage
+from langchain_core.outputs import ChatGenerationChunk
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from websockets.asyncio.client import ClientConnection, connect
@@ -46,6 +53,21 @@ def chat_graph(model: Any, recorder: Recorder | None = None) -> CompiledStateGra
     builder.add_node("chatbot", chatbot)
     builder.add_edge(START, "chatbot")
     return builder.compile()
+
+
+class ChunkedFakeModel(GenericFakeChatModel):
+    """LangChain's generic fake model, streaming given chunks as they are (the parent splits on
+    whitespace, which never cuts a Korean word in two)."""
+
+    chunks: list[str]
+
+    async def _astream(self, *args: Any, **kwargs: Any) -> AsyncIterator[ChatGenerationChunk]:
+        for chunk in self.chunks:
+            yield ChatGenerationChunk(message=AIMessageChunk(content=chunk))
+
+
+def chunked_model(chunks: list[str]) -> ChunkedFakeModel:
+    return ChunkedFakeModel(messages=iter([]), chunks=chunks)
 
 
 def fake_model(*responses: str, **options: Any) -> FakeListChatModel:
@@ -111,6 +133,19 @@ def request(**fields: Any) -> str:
     except UnicodeEncodeError:  # a lone surrogate travels as a JSON escape, as a client sends it
         text = json.dumps(fields)
     return text
+
+
+async def http_get(url: str, **headers: str) -> tuple[int, dict[str, Any]]:
+    """A plain HTTP GET (urllib, in a thread): the status and the JSON body."""
+
+    def get() -> tuple[int, dict[str, Any]]:
+        try:
+            with urllib.request.urlopen(urllib.request.Request(url, headers=headers)) as response:
+                return int(response.status), json.loads(response.read())
+        except urllib.error.HTTPError as err:
+            return int(err.code), json.loads(err.read())
+
+    return await asyncio.to_thread(get)
 
 
 async def turn(ws: ClientConnection, raw: str) -> list[dict[str, Any]]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from conftest import KEY, chat_graph, fake_model, request, turn
+from conftest import KEY, chat_graph, chunked_model, fake_model, request, turn
 
 from memento_gateway import Space
 
@@ -89,19 +89,7 @@ async def test_a_turn_sends_the_spec_frames_in_order(serving: Any) -> None:
 
 
 async def test_sent_uid_changes_per_sentence_as_in_the_spec(serving: Any) -> None:
-    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
-    from langchain_core.messages import AIMessageChunk
-
-    class SpecChunks(GenericFakeChatModel):
-        """The fake model, streaming the spec's exact chunks (it splits on whitespace)."""
-
-        async def _astream(self, *args: Any, **kwargs: Any) -> Any:
-            from langchain_core.outputs import ChatGenerationChunk
-
-            for chunk in SPEC_CHUNKS:
-                yield ChatGenerationChunk(message=AIMessageChunk(content=chunk))
-
-    model = SpecChunks(messages=iter([]))
+    model = chunked_model(SPEC_CHUNKS)
     harness = await serving({KEY: Space("shop", chat_graph(model))})
     async with harness.connect() as ws:
         frames = await turn(ws, request())

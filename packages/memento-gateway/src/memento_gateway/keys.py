@@ -4,8 +4,9 @@ A space is a project in Memento: team memories of ``project_id`` are the space's
 users are the space's users. The user a request acts as comes from the key and never from the
 client alone: a key bound to one user (``Space.user_id``) always acts as that user; otherwise
 the client's ``user_id`` is taken *inside the space* (``"<space_id>:<user_id>"``), so claiming a
-name another space or the store uses directly reaches nothing of theirs. A room is one chat
-session of one user in one space.
+name another space or the store uses directly reaches nothing of theirs. A request without a
+user (``GET /v4/memory`` without ``user_id``) acts as the space itself: it sees the space's team
+memories and public ones. A room is one chat session of one user in one space.
 """
 
 from __future__ import annotations
@@ -69,12 +70,14 @@ class Space:
     def project(self) -> str:
         return self.project_id or self.space_id
 
-    def user_for(self, client_user_id: str | None) -> str | None:
+    def user_for(self, client_user_id: str | None) -> str:
         """The Memento user a request acts as (see the module docstring)."""
         if self.user_id is not None:
             return self.user_id
         if client_user_id is None:
-            return None
+            # Never no user at all: core's anonymous viewer sees every memory stored without a
+            # user, whatever its project. No client id maps to this one (they all get a ":").
+            return f"{self.space_id}#space"
         user = f"{self.space_id}:{client_user_id}"
         if len(user) > _MAX_SCOPE_CHARS:  # still one user per client id, just hashed
             user = f"{self.space_id}:#{_digest(client_user_id)}"
@@ -88,7 +91,7 @@ class Space:
 
     def session_for(self, client_user_id: str, room_uid: str) -> str:
         """The chat session of a room: one per (space, user, room), fixed length."""
-        user = self.user_for(client_user_id) or ""
+        user = self.user_for(client_user_id)
         return "room-" + _digest(f"{self.space_id}\x00{user}\x00{room_uid}")[:40]
 
 
