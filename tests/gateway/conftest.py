@@ -84,10 +84,16 @@ def mem(tmp_path: Path, embedder: Embedder) -> Iterator[Memento]:
 class Harness:
     """A running gateway and the way to talk to it."""
 
-    def __init__(self, gateway: Gateway, url: str) -> None:
+    def __init__(self, gateway: Gateway, server: Any, url: str) -> None:
         self.gateway = gateway
+        self.server = server
         self.url = url
         self.http = url.replace("ws://", "http://")
+
+    async def close(self) -> None:
+        """Stop serving; returns once every connection's handler is done (rooms archived)."""
+        self.server.close()
+        await self.server.wait_closed()
 
     def connect(self) -> Any:
         """A client that, like the spec's, refuses any frame over 32 KB (closing with 1009)."""
@@ -109,7 +115,7 @@ async def serving(mem: Memento) -> AsyncIterator[Any]:
         gateway, server = await start(mem, spaces, **options)
         servers.append(server)
         port = server.sockets[0].getsockname()[1]
-        return Harness(gateway, f"ws://127.0.0.1:{port}")
+        return Harness(gateway, server, f"ws://127.0.0.1:{port}")
 
     yield run
     for server in servers:
