@@ -38,7 +38,9 @@ class Recorder:
         self.finished = 0
 
 
-def chat_graph(model: Any, recorder: Recorder | None = None) -> CompiledStateGraph[Any, Any, Any, Any]:
+def chat_graph(
+    model: Any, recorder: Recorder | None = None
+) -> CompiledStateGraph[Any, Any, Any, Any]:
     """A one-node MessagesState graph that calls ``model`` (streamed under astream_events)."""
 
     async def chatbot(state: MessagesState) -> dict[str, Any]:

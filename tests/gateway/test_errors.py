@@ -12,6 +12,8 @@ from websockets.exceptions import ConnectionClosed
 from memento_gateway import Space
 
 ERROR_FIELDS = ["status", "connection_id", "msg", "msgtype"]
+RETURN_VOICE = "return_voice must be a number (0, 1, '0', or '1')"
+MODEL_TEXT = "model must be a string of at most 256 characters without control characters"
 
 
 def spaces(recorder: Recorder | None = None) -> dict[str, Space]:
@@ -65,7 +67,7 @@ async def test_errors_are_checked_in_the_documented_order(serving: Any) -> None:
         ({}, "msg is required"),
         ({"msg": "hi"}, "room_uid is required"),
         ({"msg": "hi", "room_uid": "r"}, "user_id is required"),
-        ({"msg": "hi", "room_uid": "r", "user_id": "u"}, "return_voice must be a number (0, 1, '0', or '1')"),
+        ({"msg": "hi", "room_uid": "r", "user_id": "u"}, RETURN_VOICE),
     ]  # fmt: skip
     async with harness.connect() as ws:
         for fixed, text in expected:
@@ -139,7 +141,7 @@ async def test_unreadable_requests(serving: Any, raw: str | bytes, expected: str
         ({"params": {"stream": "maybe"}}, "stream must be true or false (or 1, 0, '1', '0')"),
         ({"no_save": 3}, "no_save must be true or false (or 1, 0, '1', '0')"),
         ({"params": {"no_history": []}}, "no_history must be true or false (or 1, 0, '1', '0')"),
-        ({"params": {"model": {"x": 1}}}, "model must be a string of at most 256 characters without control characters"),
+        ({"params": {"model": {"x": 1}}}, MODEL_TEXT),
     ],
 )  # fmt: skip
 async def test_bad_parameters(serving: Any, params: dict[str, Any], expected: str) -> None:

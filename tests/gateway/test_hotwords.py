@@ -59,7 +59,9 @@ async def test_hotword_frames_come_just_before_the_chunk_that_completes_them(
         frames = await turn(ws, request(msg="어디 갈까요?"))
     found = next(f for f in frames if f["status"] == "memory" and "총" in f["msg"])
     assert found["msg"].endswith("총 2개 입니다.")
-    order = [(f["status"], f["msg"] if f["status"] == "stream" else f.get("hotword")) for f in frames]
+    order = [
+        (f["status"], f["msg"] if f["status"] == "stream" else f.get("hotword")) for f in frames
+    ]
     think = position(frames, "think")
     assert order[think + 1 :] == [
         ("stream", "하이퐁 근처 도"),
@@ -83,10 +85,16 @@ async def test_hotword_frames_come_just_before_the_chunk_that_completes_them(
     }
     payload = frames[position(frames, "memory_dict")]
     assert payload["msgtype"] == "hotword" and payload["hotword_uid"] == do_son
-    assert json.loads(payload["msg"]) == [{"k": "city", "v": "Hai Phong"}, {"k": "distance_km", "v": 20}]
-    assert frames[position(frames, "hotword_detected", '핫워드 "조말론"가 감지되었습니다.')][
-        "hotword_uid"
-    ] == jo_malone
+    assert json.loads(payload["msg"]) == [
+        {"k": "city", "v": "Hai Phong"},
+        {"k": "distance_km", "v": 20},
+    ]
+    assert (
+        frames[position(frames, "hotword_detected", '핫워드 "조말론"가 감지되었습니다.')][
+            "hotword_uid"
+        ]
+        == jo_malone
+    )
 
 
 async def test_one_character_chunks_split_korean_words_and_still_interleave(
@@ -152,7 +160,9 @@ async def test_identity_comes_from_the_key_not_the_claimed_user_id(
     """Memories of a space's user, or stored for a bare user id, stay out of other keys' reach."""
     space = shop(chat_graph(fake_model("도손? 조말론? 모릅니다.")))
     seed(mem, space)
-    mem.remember("Demo's own secret.", scope=Scope(user_id="demo"), hotwords=["비밀"], data={"pin": 1234})
+    mem.remember(
+        "Demo's own secret.", scope=Scope(user_id="demo"), hotwords=["비밀"], data={"pin": 1234}
+    )
     other = Space("other", chat_graph(fake_model("도손? 조말론? 비밀? 모릅니다.")))
     harness = await serving({KEY: space, OTHER_KEY: other})
     async with harness.connect() as ws:

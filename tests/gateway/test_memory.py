@@ -78,9 +78,7 @@ async def test_a_no_save_only_room_is_not_archived(serving: Any, mem: Memento) -
     assert mem.items() == []
 
 
-async def test_the_session_is_archived_when_the_connection_ends(
-    serving: Any, mem: Memento
-) -> None:
+async def test_the_session_is_archived_when_the_connection_ends(serving: Any, mem: Memento) -> None:
     space = Space("shop", chat_graph(fake_model("Lisbon has great tiles and trams.")))
     harness = await serving({KEY: space})
     async with harness.connect() as ws:
@@ -93,9 +91,7 @@ async def test_the_session_is_archived_when_the_connection_ends(
     assert "Lisbon" in archive.content
 
 
-async def test_long_term_memories_are_recalled_into_the_graph(
-    serving: Any, mem: Memento
-) -> None:
+async def test_long_term_memories_are_recalled_into_the_graph(serving: Any, mem: Memento) -> None:
     recorder = Recorder()
     space = Space("shop", chat_graph(fake_model("알겠어요."), recorder))
     mem.remember("The user is allergic to peanuts.", scope=space.scope_for(USER))

@@ -1,7 +1,7 @@
 """``memento-gateway``: serve a LangGraph graph or LangChain runnable over the sendmsg protocol.
 
-    memento-gateway my_app.graph:graph --keys keys.json [--path DIR | --url URL]
-                    [--host 127.0.0.1] [--port 8765]
+memento-gateway my_app.graph:graph --keys keys.json [--path DIR | --url URL]
+                [--host 127.0.0.1] [--port 8765]
 """
 
 from __future__ import annotations

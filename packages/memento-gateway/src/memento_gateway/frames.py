@@ -55,7 +55,8 @@ class FrameTooLarge(RuntimeError):
 
 
 def memory_found(hotword_memories: int) -> str:
-    return f"저장된 메모리를 찾았습니다. 핫워드 수신으로 설정된 메모리는 총 {hotword_memories}개 입니다."
+    found = "저장된 메모리를 찾았습니다."
+    return f"{found} 핫워드 수신으로 설정된 메모리는 총 {hotword_memories}개 입니다."
 
 
 def hotword_sentence(primary: str) -> str:

@@ -59,7 +59,9 @@ class Space:
         if not isinstance(self.space_id, str) or not 1 <= len(self.space_id) <= MAX_SPACE_ID_CHARS:
             raise InvalidInput(f"space_id must be 1 to {MAX_SPACE_ID_CHARS} characters")
         if not isinstance(self.graph, Runnable):
-            raise InvalidInput(f"graph must be a LangChain runnable, got {type(self.graph).__name__}")
+            raise InvalidInput(
+                f"graph must be a LangChain runnable, got {type(self.graph).__name__}"
+            )
         if self.return_voice not in (0, 1) or isinstance(self.return_voice, bool):
             raise InvalidInput(f"return_voice must be 0 or 1, got {self.return_voice!r}")
         if isinstance(self.recall_budget, bool) or not isinstance(self.recall_budget, int):

@@ -88,7 +88,9 @@ async def memory_response(
     user_id: str | None = None
     if "user_id" in query:
         try:
-            user_id = check_identifier({"user_id": query["user_id"][0]}, "user_id", "user_id is empty")
+            user_id = check_identifier(
+                {"user_id": query["user_id"][0]}, "user_id", "user_id is empty"
+            )
         except RequestError as err:
             return _error(connection, 400, str(err))
     if not uid or len(uid) > MAX_ID_CHARS or "/" in uid:

@@ -146,7 +146,7 @@ def _return_voice(value: object, default: int) -> int:
         return default
     if isinstance(value, bool) or value not in (0, 1, "0", "1"):
         raise RequestError(RETURN_VOICE_INVALID)
-    return int(value)  # type: ignore[call-overload]  # one of 0, 1, "0", "1" by now
+    return int(value)
 
 
 def _params(request: Mapping[str, Any]) -> dict[str, Any]:

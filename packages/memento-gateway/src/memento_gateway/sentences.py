@@ -46,9 +46,7 @@ class SentenceSplitter:
                 self._length, self._ended = 0, False
             self._length += 1
             long_enough = self._length >= MIN_SENTENCE_CHARS
-            if long_enough and (
-                (self._terminal and char.isspace()) or char in _ENDS_ALONE
-            ):
+            if long_enough and ((self._terminal and char.isspace()) or char in _ENDS_ALONE):
                 self._ended = True
             self._terminal = char in _ENDS_BEFORE_SPACE
         if start < len(text) or new:

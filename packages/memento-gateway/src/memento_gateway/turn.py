@@ -23,6 +23,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.runnables import RunnableConfig
 from langgraph.pregel import Pregel
 
 from memento_core import (
@@ -214,7 +215,7 @@ class Turn:
             messages.append(HumanMessage(fill_variables(request.msg, **variables)))
         return {"messages": messages} if isinstance(self.space.graph, Pregel) else messages
 
-    def _config(self) -> dict[str, Any]:
+    def _config(self) -> RunnableConfig:
         configurable: dict[str, Any] = {
             "thread_id": self.room.chat.session_id,
             "user_id": self.scope.user_id,
@@ -222,7 +223,7 @@ class Turn:
         }
         if self.request.model is not None:
             configurable["model"] = self.request.model
-        return {"configurable": configurable}
+        return RunnableConfig(configurable=configurable)
 
     async def _events(self, graph_input: Any) -> AsyncIterator[str | dict[str, Any]]:
         """The reply's text chunks, and the events to pass through, in the run's order."""
@@ -230,8 +231,8 @@ class Turn:
         output: Any = None
         chain_events = self.space.chain_events
         run = self.space.graph.astream_events(graph_input, config=self._config(), version="v2")
-        async with contextlib.aclosing(run) as events:  # closing it cancels the run
-            async for event in events:
+        try:
+            async for event in run:
                 kind = event["event"]
                 if kind == "on_chat_model_stream":
                     if NOSTREAM_TAG in (event.get("tags") or ()):
@@ -245,6 +246,10 @@ class Turn:
                     output = event["data"].get("output")
                 if chain_events and kind in PASSED_EVENTS:
                     yield chain_event_frame(dict(event))
+        finally:
+            close = getattr(run, "aclose", None)  # an async generator: closing it cancels the run
+            if close is not None:
+                await close()
         if not streamed:
             text = final_text(output)
             if text:
