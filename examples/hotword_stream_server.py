@@ -5,8 +5,11 @@
 seeds a few memories into an embedded store (a temporary one by default) and serves a one-node
 graph over the product's WebSocket protocol. The model is LangChain's fake one, so this runs
 offline; point ``Space(graph=...)`` at your own graph instead. Try it with
-``python -m websockets ws://127.0.0.1:8765`` and send
-``{"action":"sendmsg","room_uid":"r1","user_id":"demo","msg":"조말론 어디 있어요?","api_key":"demo-key"}``.
+``python -m websockets ws://127.0.0.1:8765`` and send::
+
+    {"action": "sendmsg", "room_uid": "r1", "user_id": "demo", "msg": "조말론 어디 있어요?",
+     "api_key": "demo-key"}
+
 The same, from the command line: ``memento-gateway module:build --keys keys.json``.
 """
 
