@@ -57,7 +57,13 @@ class Gateway:
         """Turns under way now, over every connection."""
 
     async def serve(self, host: str = "127.0.0.1", port: int = 0, **kwargs: Any) -> Server:
-        """Start listening; ``kwargs`` go to ``websockets.asyncio.server.serve``."""
+        """Start listening; ``kwargs`` go to ``websockets.asyncio.server.serve``.
+
+        Compression is off unless asked for (``compression="deflate"``): stream frames are a
+        few hundred bytes, and deflating each one cost more CPU than any other step of the
+        gateway's own per-frame work (``benchmarks/gateway.py``).
+        """
+        kwargs.setdefault("compression", None)
         server: Server = await serve(
             self.handle,
             host,
