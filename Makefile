@@ -41,4 +41,4 @@ lint: $(BIN)/.installed
 
 bench: $(BIN)/.installed
 	$(BIN)/python benchmarks/summary.py --run locomo langgraph_store llamaindex_memory \
-		autogen_memory consolidation working_memory hotwords scale
+		autogen_memory consolidation working_memory hotwords scale gateway
