@@ -216,3 +216,43 @@ async def test_refused_requests_store_nothing(serving: Any, mem: Any) -> None:
     history = [m.content for s in sessions for m in mem.history(s)]
     assert history == ["기억할 말", "네, 알겠습니다."]
     assert json.dumps(history, ensure_ascii=False).count("남기면") == 0
+
+
+async def test_a_huge_error_message_still_fits_one_frame(serving: Any) -> None:
+    async def broken(state: Any) -> Any:
+        raise ValueError("가" * 50_000)
+
+    from langgraph.graph import START, MessagesState, StateGraph
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("broken", broken)
+    builder.add_edge(START, "broken")
+    harness = await serving({KEY: Space("shop", builder.compile())})
+    async with harness.connect() as ws:  # the client refuses frames over 32 KB
+        frames = await turn(ws, request())
+    error = next(f for f in frames if f["msgtype"] == "error")
+    assert error["msg"] == "가" * 999 + "…"
+    assert [f["status"] for f in frames[-2:]] == ["think", "END"]
+
+
+async def test_a_failing_key_registry_is_an_error_frame(serving: Any, mem: Any) -> None:
+    from memento_gateway import Gateway
+
+    class Broken:
+        async def resolve(self, api_key: str) -> Space | None:
+            raise ConnectionError("key service unreachable")
+
+    gateway = Gateway(mem, Broken())
+    server = await gateway.serve("127.0.0.1", 0)
+    try:
+        port = server.sockets[0].getsockname()[1]
+        from websockets.asyncio.client import connect
+
+        async with connect(f"ws://127.0.0.1:{port}") as ws:
+            first = await turn(ws, request())
+            second = await turn(ws, request())
+    finally:
+        server.close()
+        await server.wait_closed()
+    assert the_error(first) == "api_key could not be checked: key service unreachable"
+    assert the_error(second) == the_error(first)  # the connection stayed open

@@ -143,3 +143,14 @@ async def test_frames_are_compact_json(serving: Any) -> None:
         raw = await ws.recv()
     assert isinstance(raw, str)
     assert raw == json.dumps(json.loads(raw), ensure_ascii=False, separators=(",", ":"))
+
+
+async def test_numbers_and_versions_do_not_end_a_sentence(serving: Any) -> None:
+    reply = "버전 3.5는 v1.2보다 빠릅니다. 다음 문장이 이어집니다."
+    harness = await serving({KEY: Space("shop", chat_graph(fake_model(reply)))})
+    async with harness.connect() as ws:
+        frames = await turn(ws, request())
+    sentences: dict[str, str] = {}
+    for frame in (f for f in frames if f["status"] == "stream"):
+        sentences[frame["sent_uid"]] = sentences.get(frame["sent_uid"], "") + frame["msg"]
+    assert list(sentences.values()) == ["버전 3.5는 v1.2보다 빠릅니다. ", "다음 문장이 이어집니다."]
