@@ -70,7 +70,7 @@ async def test_no_voice_ready_without_a_hook(serving: Any) -> None:
     assert "voice_ready" not in [f["status"] for f in frames]
 
 
-async def test_chain_events_pass_through_when_the_space_asks(serving: Any) -> None:
+async def test_chain_events_pass_through_when_the_space_or_the_request_asks(serving: Any) -> None:
     graph = chat_graph(fake_model("네."))
     harness = await serving(
         {KEY: Space("shop", graph, chain_events=True), "quiet": Space("shop", graph)}
@@ -78,6 +78,10 @@ async def test_chain_events_pass_through_when_the_space_asks(serving: Any) -> No
     async with harness.connect() as ws:
         frames = await turn(ws, request())
         quiet = await turn(ws, request(api_key="quiet"))
+        asked = await turn(ws, request(api_key="quiet", params={"chain_events": True}))
+        declined = await turn(ws, request(chain_events=False))
+    assert next(f["event"] for f in asked if "status" not in f) == "on_chain_start"
+    assert not [f for f in declined if "status" not in f]
     events = [f for f in frames if "event" in f and "status" not in f]
     assert events and all(list(f) == CHAIN_FIELDS for f in events)
     names = [f["event"] for f in events]

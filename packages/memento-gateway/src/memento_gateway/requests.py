@@ -11,8 +11,9 @@ Checks run in this order and the first failure is answered (one error frame, not
 4. ``room_uid`` (``room_uid is required``), then ``user_id`` (``user_id is required``), each a
    string of 1 to 256 characters without control characters or lone surrogates;
 5. ``return_voice``: 0, 1, "0" or "1" (the spec's text otherwise), or absent: the space's default;
-6. the parameters ``stream``, ``model``, ``no_save``, ``no_history`` and the variable
-   ``visitor_name``, at the top level or inside a ``params`` object (which wins).
+6. the parameters ``stream``, ``model``, ``no_save``, ``no_history``, the variable
+   ``visitor_name`` and ``chain_events`` (pass ``on_chain_*`` events through; default: the
+   space's setting), at the top level or inside a ``params`` object (which wins).
 """
 
 from __future__ import annotations
@@ -68,6 +69,7 @@ class SendMsg:
     no_save: bool = False
     no_history: bool = False
     visitor_name: str | None = None
+    chain_events: bool | None = None
 
 
 def parse_envelope(raw: str | bytes) -> tuple[dict[str, Any], str]:
@@ -116,11 +118,12 @@ def read_request(
         user_id=user_id,
         msg=msg,
         return_voice=return_voice,
-        stream=_flag(params, "stream", default=True),
+        stream=_flag(params, "stream") is not False,
         model=_optional_text(params, "model"),
-        no_save=_flag(params, "no_save", default=False),
-        no_history=_flag(params, "no_history", default=False),
+        no_save=_flag(params, "no_save") is True,
+        no_history=_flag(params, "no_history") is True,
         visitor_name=_optional_text(params, "visitor_name"),
+        chain_events=_flag(params, "chain_events"),
     )
 
 
@@ -153,16 +156,17 @@ def _params(request: Mapping[str, Any]) -> dict[str, Any]:
     nested = request.get("params")
     if nested is not None and not isinstance(nested, dict):
         raise RequestError("params must be a JSON object")
-    names = ("stream", "model", "no_save", "no_history", "visitor_name")
+    names = ("stream", "model", "no_save", "no_history", "visitor_name", "chain_events")
     merged = {name: request[name] for name in names if name in request}
     merged.update(nested or {})
     return merged
 
 
-def _flag(params: Mapping[str, Any], name: str, *, default: bool) -> bool:
+def _flag(params: Mapping[str, Any], name: str) -> bool | None:
+    """A yes/no parameter, or None when it is not given."""
     value = params.get(name)
     if value is None:
-        return default
+        return None
     if isinstance(value, bool):
         return value
     if isinstance(value, int) and value in (0, 1):

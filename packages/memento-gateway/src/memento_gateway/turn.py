@@ -229,7 +229,9 @@ class Turn:
         """The reply's text chunks, and the events to pass through, in the run's order."""
         streamed = False
         output: Any = None
-        chain_events = self.space.chain_events
+        chain_events = self.request.chain_events
+        if chain_events is None:
+            chain_events = self.space.chain_events
         run = self.space.graph.astream_events(graph_input, config=self._config(), version="v2")
         try:
             async for event in run:
