@@ -38,7 +38,8 @@ class Space:
     runnable (it gets the list of messages). ``system_prompt`` may use ``{{visitor_name}}`` and
     ``{{history}}``. ``recall_budget`` is how many tokens of the user's long-term memories are
     put before the conversation (0: none). ``sentences=False`` keeps one ``sent_uid`` for a whole
-    reply; ``chain_events`` passes ``on_chain_*`` and ``on_chat_model_start`` events through.
+    reply; ``chain_events`` passes ``on_chain_*`` and ``on_chat_model_start``/``_end`` events
+    through (a request may ask for them or decline with its ``chain_events`` parameter).
     """
 
     space_id: str
