@@ -10,7 +10,7 @@ export ANONYMIZED_TELEMETRY := False
 export TOKENIZERS_PARALLELISM := false
 
 PACKAGES := -e packages/memento-core -e packages/memento-langgraph -e packages/memento-llamaindex \
-	-e packages/memento-autogen -e packages/memento-mcp
+	-e packages/memento-autogen -e packages/memento-mcp -e packages/memento-gateway
 DEV_TOOLS := pytest pytest-asyncio pytest-timeout hypothesis ruff mypy websockets build rank-bm25 \
 	matplotlib hatchling import-linter langgraph-checkpoint-conformance "autogen-ext[chromadb]" langmem
 
@@ -41,4 +41,4 @@ lint: $(BIN)/.installed
 
 bench: $(BIN)/.installed
 	$(BIN)/python benchmarks/summary.py --run locomo langgraph_store llamaindex_memory \
-		autogen_memory consolidation working_memory hotwords scale
+		autogen_memory consolidation working_memory hotwords scale gateway

@@ -46,6 +46,7 @@ WRITE_RATIO_TARGET = 0.85
 IMPORT_TARGET_S = 0.5
 HOTWORD_RATIO_TARGET = 0.5
 HOTWORD_P99_TARGET_US = 50.0
+GATEWAY_P99_TARGET_MS = 1.0
 IMPORT_CODE = (
     "import time; started = time.perf_counter(); import memento_core; "
     "print(time.perf_counter() - started)"
@@ -531,6 +532,20 @@ def render_markdown(report: dict[str, Any]) -> str:
             f"p50 {hot['latency_us']['p50']} µs, p99 {hot['latency_us']['p99']} µs.",
             "",
         ]
+    gateway = report.get("gateway")
+    if gateway:
+        lines += [
+            "## sendmsg gateway (`gateway.py`)",
+            "",
+            f"Added latency per stream frame over the model's own chunk rate (one chunk every "
+            f"{gateway['model_interval_ms']} ms, hotwords interleaved): p50 "
+            f"{gateway['added_ms']['p50']} ms, p99 **{gateway['added_ms']['p99']} ms** (without "
+            f"hotword memories p99 {gateway['added_ms_without_hotwords']['p99']} ms). "
+            f"{gateway['rooms']} rooms at once: {gateway['stream_frames_per_s']:,} stream "
+            f"frames/s in the stream phase, {gateway['frames_per_s_whole_turns']:,} frames/s "
+            "over whole turns (clients in the same process).",
+            "",
+        ]
     imports = report["import"]
     rss = report["peak_rss_mb"]
     lines += [
@@ -598,6 +613,35 @@ def hotword_figures(data: dict[str, Any] | None) -> dict[str, Any] | None:
     }
 
 
+def gateway_figures(data: dict[str, Any] | None) -> dict[str, Any] | None:
+    if data is None:
+        return None
+    latency, rooms = data["latency"], data["rooms"]
+    return {
+        "model_interval_ms": latency["model_interval_ms"],
+        "added_ms": latency["added_ms"],
+        "added_ms_without_hotwords": data["latency_without_hotwords"]["added_ms"],
+        "rooms": rooms["rooms"],
+        "stream_frames_per_s": rooms["stream_frames_per_s"],
+        "frames_per_s_whole_turns": rooms["frames_per_s_whole_turns"],
+        "quick": data.get("quick", False),
+    }
+
+
+def gateway_targets(gateway: dict[str, Any] | None) -> list[dict[str, Any]]:
+    if gateway is None:
+        return []
+    p99 = gateway["added_ms"]["p99"]
+    return [
+        {
+            "target": f"gateway: ≤ {GATEWAY_P99_TARGET_MS:.0f} ms p99 added per stream frame",
+            "value": f"{p99} ms (p50 {gateway['added_ms']['p50']} ms)",
+            "met": p99 <= GATEWAY_P99_TARGET_MS,
+            "source": "gateway",
+        }
+    ]
+
+
 def compact(value: Any) -> str:
     """A load-average record as short text: numbers to one decimal."""
     if isinstance(value, dict):
@@ -658,6 +702,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     scale = load(results, "scale")
     imports = measure_import(args.import_runs)
     hotwords = hotword_figures(load(results, "hotwords"))
+    gateway = gateway_figures(load(results, "gateway"))
     best, _, _ = best_r5(rows)
     scale_rss = (scale or {}).get("peak_rss_mb", {})
     report: dict[str, Any] = {
@@ -665,7 +710,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "command": " ".join(
             ["benchmarks/summary.py", *(argv if argv is not None else sys.argv[1:])]
         ),
-        "targets": targets(rows, scale, imports, hotwords),
+        "targets": targets(rows, scale, imports, hotwords) + gateway_targets(gateway),
         "locomo": [asdict(r) for r in rows],
         "best_r5": asdict(best) if best else None,
         "import": imports,
@@ -676,6 +721,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             **{f"run_{name}": run["peak_rss_mb"] for name, run in runs.items()},
         },
         "hotwords": hotwords,
+        "gateway": gateway,
         "runs": runs,
         "sources": sources(results),
     }

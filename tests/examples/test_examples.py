@@ -90,7 +90,7 @@ def test_hotword_server_example_serves_events(tmp_path: Path) -> None:
                     "room_uid": "r1",
                     "user_id": "demo",
                     "msg": "조말론 매장은 34번가에 있나요?",
-                    "api_key": "k",
+                    "api_key": "demo-key",
                 }
                 await ws.send(json.dumps(request, ensure_ascii=False))
                 events = []
@@ -103,6 +103,9 @@ def test_hotword_server_example_serves_events(tmp_path: Path) -> None:
         server.terminate()
         server.wait(timeout=30)
     statuses = [e["status"] for e in events]
-    assert statuses[0] == "START" and statuses[-1] == "END"
+    assert statuses[0] == "START" and statuses[-1] == "END" and events[-1]["msg"] == ""
+    assert "think" in statuses and "stream" in statuses
     detected = {e["hotword"] for e in events if e["status"] == "hotword_detected"}
     assert {"조말론", "34번가"} <= detected
+    payloads = [json.loads(e["msg"]) for e in events if e["status"] == "memory_dict"]
+    assert {"k": "floor", "v": 3} in payloads[0]

@@ -1,0 +1,61 @@
+"""``memento-gateway``: serve a LangGraph graph or LangChain runnable over the sendmsg protocol.
+
+memento-gateway my_app.graph:graph --keys keys.json [--path DIR | --url URL]
+                [--host 127.0.0.1] [--port 8765]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+
+from memento_core import Memento, MementoError
+from memento_gateway.loading import load_keys
+from memento_gateway.server import Gateway
+
+__all__ = ["main"]
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="memento-gateway",
+        description="Serve a LangGraph graph over the sendmsg WebSocket protocol, with memory.",
+    )
+    parser.add_argument(
+        "graph", help="module:attr of a compiled graph, a runnable, or a function(mem) -> one"
+    )
+    parser.add_argument("--keys", required=True, help="JSON table of api_key -> space")
+    store = parser.add_mutually_exclusive_group()
+    store.add_argument("--path", help="embedded store directory (default: $MEMENTO_PATH)")
+    store.add_argument("--url", help="Chroma server URL (chroma run)")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8765)
+    return parser
+
+
+async def _serve(args: argparse.Namespace) -> None:
+    mem = Memento.open(args.path, url=args.url) if args.url else Memento.open(args.path)
+    sys.path.insert(0, os.getcwd())  # module:attr is looked up from where the command runs
+    keys = load_keys(args.keys, args.graph, mem)
+    async with await Gateway(mem, keys).serve(args.host, args.port) as server:
+        print(f"serving on ws://{args.host}:{args.port} (Ctrl-C to stop)", flush=True)
+        await server.serve_forever()
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    try:
+        asyncio.run(_serve(args))
+    except MementoError as err:
+        print(f"memento-gateway: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
