@@ -61,3 +61,14 @@ def test_another_instances_hotwords_reach_a_server_reader_at_once(
     again = reader.hotword_detector(ANN)
     assert again is not first
     assert detected(again.conversation("c"), "Do Son") == [added]
+
+
+def test_a_store_keeps_the_detectors_of_the_scopes_used_last(mem: Memento) -> None:
+    """A server serving many users keeps a bounded number of detectors built."""
+    from memento_core._memento import DETECTORS_KEPT
+
+    first = mem.hotword_detector(Scope(user_id="user-0"))
+    assert mem.hotword_detector(Scope(user_id="user-0")) is first
+    for n in range(1, DETECTORS_KEPT + 1):
+        mem.hotword_detector(Scope(user_id=f"user-{n}"))
+    assert mem.hotword_detector(Scope(user_id="user-0")) is not first  # built again

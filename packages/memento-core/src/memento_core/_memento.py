@@ -6,6 +6,7 @@ import asyncio
 import os
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -70,6 +71,8 @@ from memento_core.hotwords import HotwordDetector, HotwordSet
 DEFAULT_PATH = Path(".memento")
 """Where ``Memento.open()`` keeps an embedded store when no path is given (or ``$MEMENTO_PATH``)."""
 MAX_RECALL_LIMIT = retrieval.MAX_RECALL_LIMIT
+DETECTORS_KEPT = 256
+"""Hotword detectors a store keeps built, one per scope, the most recently used."""
 
 
 @dataclass(frozen=True)
@@ -99,7 +102,10 @@ class Memento:
             lambda q, viewer, got: plugins.notify_recall(self, q, viewer, got)
         )
         self.hotword_refresh = 5.0
-        self._detectors: dict[tuple[Scope | None, bool], tuple[HotwordDetector, int, float]] = {}
+        # The detectors of the scopes used most recently (a server serves many users).
+        self._detectors: OrderedDict[
+            tuple[Scope | None, bool], tuple[HotwordDetector, int, float]
+        ] = OrderedDict()
 
     @classmethod
     def open(
@@ -559,6 +565,9 @@ class Memento:
                     hotword_set, word_boundary=word_boundary, on_event=plugins.notify_hotword
                 )
             self._detectors[key] = (detector, engine.hotword_generation, time.monotonic())
+            self._detectors.move_to_end(key)
+            while len(self._detectors) > DETECTORS_KEPT:
+                self._detectors.popitem(last=False)
             return detector
 
     # ------------------------------------------------------ forgetting and review
