@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from memento_core.plugins import hookimpl
+from memento_core._hook_markers import hookimpl
 
 if TYPE_CHECKING:
     from memento_core._summarize import Summarizer

@@ -17,24 +17,30 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import import_module
 from importlib.metadata import entry_points, version
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import pluggy
 
+from memento_core._hook_markers import PROJECT, hookspec
+from memento_core._hook_markers import hookimpl as hookimpl  # plugins mark their hooks with it
+
 if TYPE_CHECKING:
-    from memento_core._memento import Memento
     from memento_core._model import MemoryItem, Scope
     from memento_core._ranking import Recalled
     from memento_core._summarize import Summarizer
     from memento_core.embedding import Embedder
 
-PROJECT = "memento"
 ENTRY_POINT_GROUP = "memento"
 BLOCK_VARIABLE = "MEMENTO_BLOCK_PLUGINS"
 BUILTINS = "builtins"
 
-hookspec = pluggy.HookspecMarker(PROJECT)
-hookimpl = pluggy.HookimplMarker(PROJECT)
+
+class Observed(Protocol):
+    """What the observer hooks receive: the ``Memento`` the event happened on (typed by what
+    they may rely on here, so that this host does not import the façade)."""
+
+    @property
+    def location(self) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -49,11 +55,11 @@ class AdapterInfo:
     """``module:callable`` taking a ``Memento`` and returning a ``memento_core.testing``
     driver, so the cross-adapter conformance suite can run this adapter."""
 
-    def load_driver(self) -> Callable[[Memento], Any]:
+    def load_driver(self) -> Callable[..., Any]:
         if not self.conformance_driver:
             raise LookupError(f"adapter {self.name!r} ships no conformance driver")
         module, _, attribute = self.conformance_driver.partition(":")
-        factory: Callable[[Memento], Any] = getattr(import_module(module), attribute)
+        factory: Callable[..., Any] = getattr(import_module(module), attribute)
         return factory
 
 
@@ -80,13 +86,13 @@ class MementoHooks:
         returns a ``Summarizer`` (used by ``summarize_thread`` and ``sleep``)."""
 
     @hookspec
-    def memento_on_remember(self, memento: Memento, items: list[MemoryItem]) -> None:
+    def memento_on_remember(self, memento: Observed, items: list[MemoryItem]) -> None:
         """Called after memories were stored (new or replaced), with the stored items. An
         observer: the return value is ignored; an exception propagates to the caller."""
 
     @hookspec
     def memento_on_recall(
-        self, memento: Memento, query: str, scope: Scope, results: list[Recalled]
+        self, memento: Observed, query: str, scope: Scope, results: list[Recalled]
     ) -> None:
         """Called after a recall with its results, best first. An observer."""
 
@@ -206,11 +212,11 @@ def registered_names() -> dict[str, list[str]]:
     }
 
 
-def notify_remember(memento: Memento, items: list[MemoryItem]) -> None:
+def notify_remember(memento: Observed, items: list[MemoryItem]) -> None:
     manager().hook.memento_on_remember(memento=memento, items=items)
 
 
-def notify_recall(memento: Memento, query: str, scope: Scope, results: list[Recalled]) -> None:
+def notify_recall(memento: Observed, query: str, scope: Scope, results: list[Recalled]) -> None:
     manager().hook.memento_on_recall(memento=memento, query=query, scope=scope, results=results)
 
 
