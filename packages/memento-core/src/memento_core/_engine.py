@@ -18,7 +18,6 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
-import weakref
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any, TypeVar, cast
@@ -28,11 +27,18 @@ from memento_core._drafts import check_id
 from memento_core._model import MemoryItem, Scope, utcnow
 from memento_core._policies import RetentionPolicy, ReviewPolicy
 from memento_core._ranking import RankingWeights, Recalled
-from memento_core._storage import Change, Repository, to_micros
+from memento_core._storage import (
+    Change,
+    ChromaStore,
+    Repository,
+    acquire_write_lock,
+    release_write_lock,
+    to_micros,
+)
 from memento_core._usage import UsageRecorder, used_fields
 from memento_core._visibility import Visibility, is_live, visibility_clause, visibility_of
 from memento_core.embedding import CachingEmbedder
-from memento_core.errors import MemoryNotFound, ReadOnlyStore
+from memento_core.errors import EmbedderMismatch, MemoryNotFound, ReadOnlyStore
 
 T = TypeVar("T")
 
@@ -48,9 +54,14 @@ PRUNE_EVERY = 600.0
 
 
 class _Shared:
-    """The derived state of one store in this process, shared by all its instances."""
+    """One store in this process, shared by all its open instances: the Chroma client and
+    repository, and the derived state (the candidate index, the timeline, …)."""
 
-    def __init__(self) -> None:
+    def __init__(self, key: tuple[str, str], chroma: ChromaStore, repository: Repository) -> None:
+        self.key = key
+        self.chroma = chroma
+        self.repository = repository
+        self.engines = 0  # open instances; the last to close closes the client
         self.lock = threading.RLock()
         self.index = CandidateIndex()
         self.loaded = False
@@ -63,17 +74,64 @@ class _Shared:
         self.attached: dict[str, Any] = {}  # other modules' per-store state (chat logs)
 
 
-_SHARED: weakref.WeakValueDictionary[tuple[str, str], _Shared] = weakref.WeakValueDictionary()
+_SHARED: dict[tuple[str, str], _Shared] = {}
 _SHARED_GUARD = threading.Lock()
+
+
+def open_shared(
+    key: tuple[str, str],
+    connect: Callable[[], ChromaStore],
+    embedder: CachingEmbedder,
+    *,
+    writer: bool,
+) -> _Shared:
+    """The store ``key`` (location, collection prefix) as open in this process, connecting on
+    the first open. A writer of an embedded store holds its write lock (``connect`` takes it on
+    the first open; later ones take it here): ``StoreLocked`` when another process holds it."""
+    with _SHARED_GUARD:
+        shared = _SHARED.get(key)
+        if shared is None:
+            chroma = connect()
+            try:
+                info = chroma.attach(embedder.name, embedder.dimension)
+            except BaseException:
+                chroma.close()
+                if writer and chroma.directory is not None:
+                    release_write_lock(chroma.directory)
+                raise
+            shared = _SHARED[key] = _Shared(key, chroma, Repository(chroma, info))
+        else:
+            info = shared.repository.info
+            if (info.embedder, info.dimension) != (embedder.name, embedder.dimension):
+                raise EmbedderMismatch(
+                    stored=info.embedder,
+                    stored_dimension=info.dimension,
+                    given=embedder.name,
+                    given_dimension=embedder.dimension,
+                )
+            if writer and shared.chroma.directory is not None:
+                acquire_write_lock(shared.chroma.directory)
+        shared.engines += 1
+        return shared
+
+
+def close_shared(shared: _Shared, *, writer: bool) -> None:
+    with _SHARED_GUARD:
+        if writer and shared.chroma.directory is not None:
+            release_write_lock(shared.chroma.directory)
+        shared.engines -= 1
+        if shared.engines == 0:
+            shared.chroma.close()
+            if _SHARED.get(shared.key) is shared:
+                del _SHARED[shared.key]
 
 
 class Engine:
     def __init__(
         self,
-        store: Repository,
+        shared: _Shared,
         embedder: CachingEmbedder,
         *,
-        prefix: str,
         read_only: bool,
         weights: RankingWeights,
         candidates: int,
@@ -81,7 +139,8 @@ class Engine:
         retention: RetentionPolicy,
         review: ReviewPolicy,
     ) -> None:
-        self.store = store
+        self._shared = shared
+        self.store = shared.repository
         self.embedder = embedder
         self.read_only = read_only
         self.weights = weights
@@ -95,16 +154,10 @@ class Engine:
         """Called with the memories each write stored (the façade's plugin hook)."""
         self.on_recalled: list[Callable[[str, Scope, list[Recalled]], None]] = []
         """Called with each recall's query, viewer and results (the façade's plugin hook)."""
-        self.on_close: list[Callable[[], None]] = []
         self.usage = UsageRecorder(
             self._write_usage, lambda item, moment, uses: used_fields(item, moment, uses=uses)
         )
-        with _SHARED_GUARD:
-            key = (store.location, prefix)
-            shared = _SHARED.get(key)
-            if shared is None:
-                shared = _SHARED[key] = _Shared()
-        self._shared = shared
+        self._closed = False
         self.load_index()
 
     # ------------------------------------------------------------------ state
@@ -139,10 +192,12 @@ class Engine:
             )
 
     def close(self) -> None:
+        """Write pending usage; the last instance of the store in this process closes it."""
+        if self._closed:
+            return
+        self._closed = True
         self.usage.close()
-        for closing in self.on_close:
-            closing()
-        self.on_close.clear()
+        close_shared(self._shared, writer=not self.read_only)
 
     def written(self, items: list[MemoryItem]) -> None:
         for observer in self.on_written:

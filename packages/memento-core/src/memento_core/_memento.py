@@ -26,7 +26,7 @@ from memento_core._chat import history as chat_history
 from memento_core._chat import summarize_thread as archive_thread
 from memento_core._consolidation import SleepReport
 from memento_core._drafts import MemoryDraft
-from memento_core._engine import Engine
+from memento_core._engine import Engine, close_shared, open_shared
 from memento_core._filters import RecallFilter
 from memento_core._injection import Injection
 from memento_core._injection import memory_injection as inject
@@ -53,7 +53,6 @@ from memento_core._policies import FOREVER, Retention, RetentionPolicy, ReviewPo
 from memento_core._ranking import RankingWeights, Recalled
 from memento_core._storage import (
     ChromaStore,
-    Repository,
     SideRecords,
     StoreInfo,
     link_id,
@@ -131,20 +130,26 @@ class Memento:
         if path is not None and url is not None:
             raise InvalidInput("give either a path (embedded store) or a url (Chroma server)")
         if url is not None:
-            chroma = ChromaStore.open_server(url, prefix=collection_prefix)
+            key = (url.rstrip("/"), collection_prefix)
+
+            def connect() -> ChromaStore:
+                return ChromaStore.open_server(url, prefix=collection_prefix)
         else:
             location = path if path is not None else os.environ.get("MEMENTO_PATH", DEFAULT_PATH)
-            chroma = ChromaStore.open_embedded(
-                location, prefix=collection_prefix, read_only=read_only
-            )
+            key = (str(Path(location).expanduser().resolve()), collection_prefix)
+
+            def connect() -> ChromaStore:
+                return ChromaStore.open_embedded(
+                    location, prefix=collection_prefix, lock=not read_only
+                )
+
+        chosen = embedder or SentenceTransformerEmbedder()
+        caching = chosen if isinstance(chosen, CachingEmbedder) else CachingEmbedder(chosen)
+        shared = open_shared(key, connect, caching, writer=url is None and not read_only)
         try:
-            chosen = embedder or SentenceTransformerEmbedder()
-            caching = chosen if isinstance(chosen, CachingEmbedder) else CachingEmbedder(chosen)
-            info = chroma.attach(caching.name, caching.dimension)
             engine = Engine(
-                Repository(chroma, info),
+                shared,
                 caching,
-                prefix=collection_prefix,
                 read_only=read_only,
                 weights=weights or RankingWeights(),
                 candidates=60,
@@ -153,9 +158,8 @@ class Memento:
                 review=review or ReviewPolicy(),
             )
         except BaseException:
-            chroma.close()
+            close_shared(shared, writer=url is None and not read_only)
             raise
-        engine.on_close.append(chroma.close)
         return cls(engine)
 
     @property

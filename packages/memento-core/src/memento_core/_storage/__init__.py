@@ -12,6 +12,8 @@ from memento_core._storage._chroma import (
     ChromaStore,
     StoreInfo,
 )
+from memento_core._storage._lock import acquire as acquire_write_lock
+from memento_core._storage._lock import release as release_write_lock
 from memento_core._storage._records import (
     EPOCH,
     NEVER,
@@ -46,6 +48,7 @@ __all__ = [
     "SideRecord",
     "SideRecords",
     "StoreInfo",
+    "acquire_write_lock",
     "event_from_record",
     "event_metadata",
     "from_micros",
@@ -54,5 +57,6 @@ __all__ = [
     "link_from_record",
     "link_id",
     "link_metadata",
+    "release_write_lock",
     "to_micros",
 ]

@@ -53,8 +53,7 @@ class ChromaStore:
         self.prefix = prefix
         self.location = location
         self.lock = threading.RLock()
-        self.read_only = False
-        self._locked: Path | None = None
+        self.directory: Path | None = None  # an embedded store's directory
         self._closed = False
         self.items: Any = None
         self.links: Any = None
@@ -63,10 +62,11 @@ class ChromaStore:
 
     @classmethod
     def open_embedded(
-        cls, path: str | os.PathLike[str], *, prefix: str, read_only: bool = False
+        cls, path: str | os.PathLike[str], *, prefix: str, lock: bool = True
     ) -> ChromaStore:
-        """Open the store in ``path``. A writer takes the directory's lock (``_lock``): a second
-        writing process gets ``StoreLocked``; ``read_only`` opens without it."""
+        """Open the store in ``path``. With ``lock`` (a writer) this takes the directory's write
+        lock first (``_lock``; a second writing process gets ``StoreLocked``); whoever holds the
+        store releases it with ``release_write_lock(store.directory)``."""
         directory = Path(path).expanduser()
         if directory.exists() and not directory.is_dir():
             raise NotAMementoStore(f"{directory} is a file, not a Memento store directory")
@@ -90,14 +90,14 @@ class ChromaStore:
                 "copy; nothing in it was changed"
             )
         chromadb = _import_chromadb()
-        if not read_only:
+        if lock:
             _lock.acquire(directory)  # before Chroma opens: opening replays its log
         try:
             client = chromadb.PersistentClient(
                 path=str(directory), settings=chromadb.Settings(anonymized_telemetry=False)
             )
         except Exception as err:  # Chroma raises assorted types for a corrupt or alien file
-            if not read_only:
+            if lock:
                 _lock.release(directory)
             problem = filesystem_problem(directory)
             if problem is not None:  # a full disk, not a foreign file
@@ -106,8 +106,7 @@ class ChromaStore:
                 f"{directory} cannot be opened as a Chroma store: {err}"
             ) from err
         store = cls(client, prefix=prefix, location=str(directory))
-        store.read_only = read_only
-        store._locked = None if read_only else directory
+        store.directory = directory
         return store
 
     @classmethod
@@ -129,16 +128,13 @@ class ChromaStore:
         return cls(client, prefix=prefix, location=url)
 
     def close(self) -> None:
-        """Release Chroma's client (its shared system stops with the last client on the path,
-        so a later open reads the directory afresh), then the directory's write lock."""
+        """Release Chroma's client: its shared system stops with the last client on the path,
+        so a later open reads the directory afresh."""
         if self._closed:
             return
         self._closed = True
         with contextlib.suppress(Exception):  # closing is best effort; the data is committed
             self.client.close()
-        if self._locked is not None:
-            _lock.release(self._locked)
-            self._locked = None
 
     def attach(self, embedder_name: str, dimension: int) -> StoreInfo:
         """Create or check the collections; refuse a store built by another embedder."""
