@@ -39,6 +39,7 @@ from memento_core._storage import (
     to_micros,
 )
 from memento_core.errors import InvalidImport, InvalidInput, MementoError
+from memento_core.hotwords import check_hotword_variants
 
 if TYPE_CHECKING:
     from memento_core._engine import Engine
@@ -231,7 +232,8 @@ def parse_memory(record: dict[str, Any]) -> MemoryItem:
         importance=check_importance(record.get("importance")),
         pinned=bool(record.get("pinned", False)),
         tags=check_tags(record.get("tags") or ()),
-        hotwords=check_tags(record.get("hotwords") or ()),
+        # The hotword rules, as ``remember`` checks them (not the tag rules).
+        hotwords=check_hotword_variants(record["hotwords"]) if record.get("hotwords") else (),
         created_at=_parse_time(record.get("created_at"), "created_at") or _missing("created_at"),
         last_accessed_at=_parse_time(record.get("last_accessed_at"), "last_accessed_at"),
         expires_at=_parse_time(record.get("expires_at"), "expires_at"),

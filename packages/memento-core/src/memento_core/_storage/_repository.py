@@ -321,9 +321,11 @@ class Repository:
             )
 
     def put_links(self, links: Sequence[Link]) -> None:
-        """Store links as given, replacing stored ones with the same ids (import)."""
-        for start in range(0, len(links), PAGE):
-            batch = links[start : start + PAGE]
+        """Store links as given, replacing stored ones with the same ids (import; of a link
+        given twice, the last counts)."""
+        unique = list({link_id(link): link for link in links}.values())
+        for start in range(0, len(unique), PAGE):
+            batch = unique[start : start + PAGE]
             self._links.upsert(
                 ids=[link_id(link) for link in batch],
                 embeddings=[PLACEHOLDER_VECTOR] * len(batch),
