@@ -177,6 +177,106 @@ def test_a_misspelt_hook_fails_check_pending_with_its_name(tmp_path: Path) -> No
     assert "memento_on_remembered" in result.stderr and "memento_typo" in result.stderr
 
 
+FRAMEWORKS = (
+    "langgraph",
+    "langchain_core",
+    "llama_index",
+    "autogen_core",
+    "autogen_agentchat",
+    "mcp",
+)
+
+
+def test_a_first_remember_and_recall_import_no_framework(tmp_path: Path) -> None:
+    """Every adapter is installed here; discovering them must not import what they serve."""
+    found = _python(
+        f"""
+        import json, sys
+        from memento_core import Memento, plugins
+        with Memento.open({str(tmp_path / "store")!r}) as mem:
+            mem.remember("The wifi password is tulip-42.")
+            hits = mem.recall("wifi password")
+        frameworks = {FRAMEWORKS!r}
+        loaded = sorted({{name.split(".")[0] for name in sys.modules}} & set(frameworks))
+        print(json.dumps([len(hits), sorted(plugins.adapters()), loaded]))
+        """
+    )
+    hits, adapters, loaded = found
+    assert hits == 1
+    assert set(adapters) >= ADAPTERS | {"llamaindex"}  # discovered...
+    assert loaded == []  # ...without importing a single framework
+
+
+def test_adapter_packages_still_give_their_names_on_first_use() -> None:
+    found = _python(
+        """
+        import json, sys
+        import memento_langgraph
+        before = "langgraph" in sys.modules
+        from memento_langgraph import MementoStore
+        print(json.dumps([before, "langgraph" in sys.modules, MementoStore.__name__,
+                          "MementoStore" in dir(memento_langgraph)]))
+        """
+    )
+    assert found == [False, True, "MementoStore", True]
+    with pytest.raises(AttributeError, match="has no attribute 'Nope'"):
+        import memento_langgraph
+
+        memento_langgraph.Nope  # noqa: B018 - the attribute access is what is tested
+
+
+def test_a_plugin_that_fails_to_import_is_reported_once_and_skipped(tmp_path: Path) -> None:
+    env = _third_party(
+        tmp_path,
+        "memento_broken",
+        """
+        raise ImportError("memento_broken needs frameworkx>=9, found 8.1")
+        """,
+    )
+    found = _python(
+        f"""
+        import json, warnings
+        from memento_core import Memento, plugins
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with Memento.open({str(tmp_path / "store")!r}) as mem:
+                first = mem.remember("Stored although a plugin is broken.")
+                mem.remember("And a second time.")
+                hits = [r.item.id for r in mem.recall("stored although broken")]
+            names = plugins.registered_names()
+        reported = [str(w.message) for w in caught if w.category is plugins.PluginLoadWarning]
+        print(json.dumps([first in hits, names["adapters"], reported, plugins.broken(),
+                          sorted(plugins.installed())]))
+        """,
+        env,
+    )
+    stored, adapters, reported, broken, installed = found
+    assert stored
+    assert set(adapters) >= ADAPTERS  # the others keep working
+    assert len(reported) == 1
+    assert "'memento_broken' (memento_broken 1.2.3)" in reported[0]
+    assert "frameworkx>=9, found 8.1" in reported[0]
+    assert broken == {
+        "memento_broken": "memento_broken 1.2.3: ImportError: memento_broken needs frameworkx>=9, "
+        "found 8.1"
+    }
+    assert "memento_broken" not in installed
+
+    listing = subprocess.run(
+        [sys.executable, "-m", "memento_core.cli", "plugins"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **env, "COLUMNS": "250"},
+        timeout=300,
+        check=False,
+    )
+    assert listing.returncode == 0, listing.stderr
+    row = next(line for line in listing.stdout.splitlines() if "memento_broken" in line)
+    assert "broken" in row and "ImportError" in row
+    assert "langgraph" in listing.stdout  # the working plugins are listed as before
+    assert listing.stderr.count("failed to load") == 1
+
+
 def test_check_pending_passes_for_everything_installed() -> None:
     plugins.manager().check_pending()
 

@@ -298,6 +298,7 @@ def cmd_worker(args: argparse.Namespace) -> None:
 
 
 def cmd_plugins(args: argparse.Namespace) -> None:
+    from rich.markup import escape
     from rich.table import Table
 
     from memento_core import plugins
@@ -316,6 +317,9 @@ def cmd_plugins(args: argparse.Namespace) -> None:
             what += [f"embedder {n}" for n in provided.get("embedders", [])]
             what += [f"summarizer {n}" for n in provided.get("summarizers", [])]
         table.add_row(name, dist, ", ".join(what))
+    for name, failure in sorted(plugins.broken().items()):
+        dist, _, reason = failure.partition(": ")
+        table.add_row(name, dist, f"[red]broken[/red]: {escape(reason)}")
     _console().print(table)
 
 

@@ -5,6 +5,11 @@ Plugins load lazily, once, on first use. ``MEMENTO_BLOCK_PLUGINS=name,name`` blo
 their entry-point name (or ``builtins`` for core's own). Core's built-ins register through the
 same hooks as third-party plugins.
 
+A plugin that fails to import is reported once (a ``PluginLoadWarning``), listed by
+``broken()`` and ``memento plugins``, and skipped: the other plugins keep working. Plugin
+modules should import their framework lazily — the adapters' plugin modules import nothing
+beyond ``memento_core``, so a first ``remember`` loads no agent framework.
+
 A plugin is a module listed under ``[project.entry-points.memento]`` with functions decorated
 ``@memento_core.plugins.hookimpl`` named after the hooks in ``MementoHooks``.
 """
@@ -13,6 +18,7 @@ from __future__ import annotations
 
 import os
 import threading
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import import_module
@@ -33,6 +39,10 @@ if TYPE_CHECKING:
 ENTRY_POINT_GROUP = "memento"
 BLOCK_VARIABLE = "MEMENTO_BLOCK_PLUGINS"
 BUILTINS = "builtins"
+
+
+class PluginLoadWarning(UserWarning):
+    """An installed plugin could not be loaded; it was skipped."""
 
 
 class Observed(Protocol):
@@ -110,6 +120,7 @@ class _Registry:
         self.embedders: dict[str, Callable[..., Embedder]] = {}
         self.summarizers: dict[str, Callable[..., Summarizer]] = {}
         self.distributions: dict[str, str] = {}
+        self.broken: dict[str, str] = {}
 
 
 _registry = _Registry()
@@ -141,14 +152,29 @@ def _load() -> pluggy.PluginManager:
     for entry in entry_points(group=ENTRY_POINT_GROUP):
         if entry.name in blocked or pm.has_plugin(entry.name):
             continue
-        pm.register(entry.load(), name=entry.name)
         dist = entry.dist
-        _registry.distributions[entry.name] = f"{dist.name} {dist.version}" if dist else "?"
+        distribution = f"{dist.name} {dist.version}" if dist else "?"
+        try:
+            module = entry.load()
+        except Exception as err:  # any import failure must not break the other plugins
+            _skip(entry.name, distribution, f"{type(err).__name__}: {err}")
+            continue
+        pm.register(module, name=entry.name)
+        _registry.distributions[entry.name] = distribution
     pm.check_pending()
     pm.hook.memento_register_adapters(register=_add_adapter)
     pm.hook.memento_register_embedders(register=_add(_registry.embedders))
     pm.hook.memento_register_summarizers(register=_add(_registry.summarizers))
     return pm
+
+
+def _skip(name: str, distribution: str, reason: str) -> None:
+    _registry.broken[name] = f"{distribution}: {reason}"
+    warnings.warn(
+        f"memento plugin {name!r} ({distribution}) failed to load and was skipped: {reason}",
+        PluginLoadWarning,
+        stacklevel=4,
+    )
 
 
 def _add_adapter(info: AdapterInfo) -> None:
@@ -170,6 +196,7 @@ def reset() -> None:
         _registry.embedders.clear()
         _registry.summarizers.clear()
         _registry.distributions.clear()
+        _registry.broken.clear()
 
 
 def adapters() -> dict[str, AdapterInfo]:
@@ -201,6 +228,12 @@ def installed() -> dict[str, str]:
     """Loaded plugins: entry-point name → "distribution version"."""
     manager()
     return dict(_registry.distributions)
+
+
+def broken() -> dict[str, str]:
+    """Plugins that failed to load: entry-point name → "distribution version: error"."""
+    manager()
+    return dict(_registry.broken)
 
 
 def registered_names() -> dict[str, list[str]]:
