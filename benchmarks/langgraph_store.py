@@ -7,6 +7,12 @@ the same all-MiniLM-L6-v2 model (one instance). Recall@k follows ``../shared/ben
 (categories 1–4 with evidence). One deviation from that protocol: a store item has no caller-set
 creation time, so every item is dated when it is written, in both stores.
 
+A second part measures throughput: ``--ops`` mixed operations (default 6,000: 40% ``put`` of a
+dialogue turn, 30% ``get`` of a key that may or may not exist yet, 30% ``search`` with a question)
+from ``--threads`` threads (default 10) sharing one store, against each store in turn on an empty
+store; ops per second over the whole run and each call's latency (p50/p95) per kind. Target for
+MementoStore: ≥ 200 ops/s.
+
 MementoStore runs twice: on a Memento as opened by default (``track_usage=True``: every search
 counts a use of each result, a write) and on one opened with ``track_usage=False``. Latency is
 each ``search`` call, query embedding included, timed on the same questions; the stores' calls
@@ -16,7 +22,9 @@ in the calling one, and on a busy machine a two-thread OpenMP team in the callin
 spin-waits for a core (a 13 ms embedding took 500 ms), which would measure the machine, not
 the stores.
 
-    HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/langgraph_store.py [--conversations N]
+    HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/langgraph_store.py [--conversations N] [--quick]
+
+``--quick`` runs one conversation and 600 ops (a smoke test, not a result to quote).
 
 Writes ``benchmarks/results/langgraph_store.json`` and ``.md``.
 """
@@ -26,8 +34,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
@@ -61,6 +71,9 @@ WRITE_BATCH = 256
 MEMENTO = "MementoStore (Memento hybrid ranking)"
 MEMENTO_NO_USAGE = "MementoStore, track_usage=False"
 IN_MEMORY = "InMemoryStore(index=…) (cosine)"
+THROUGHPUT_TARGET = 200.0
+KEY_SPACE = 2_000
+"""Keys a throughput run puts to and gets from: re-puts replace, some gets miss."""
 
 
 class MiniLMEmbeddings(Embeddings):
@@ -126,6 +139,84 @@ def run_conversation(
         memento.close()  # before the directory goes, so the last usage counts land in it
 
 
+def mixed_ops(
+    store: BaseStore, texts: Sequence[str], questions: Sequence[str], ops: int, threads: int
+) -> dict[str, Any]:
+    """``ops`` mixed calls from ``threads`` threads at once; throughput and latency per kind."""
+    latency: dict[str, list[float]] = {"put": [], "get": [], "search": []}
+    lock = threading.Lock()
+    start = threading.Barrier(threads + 1)
+
+    def worker(seed: int, count: int) -> None:
+        rng = random.Random(seed)
+        mine: dict[str, list[float]] = {kind: [] for kind in latency}
+        start.wait()
+        for _ in range(count):
+            roll = rng.random()
+            namespace = ("bench", f"user-{rng.randrange(10)}")
+            key = f"k{rng.randrange(KEY_SPACE)}"
+            began = time.perf_counter()
+            if roll < 0.4:
+                store.put(namespace, key, {"text": rng.choice(texts)})
+                kind = "put"
+            elif roll < 0.7:
+                store.get(namespace, key)
+                kind = "get"
+            else:
+                store.search(("bench",), query=rng.choice(questions), limit=LIMIT)
+                kind = "search"
+            mine[kind].append(1000 * (time.perf_counter() - began))
+        with lock:
+            for kind, values in mine.items():
+                latency[kind].extend(values)
+
+    shares = [ops // threads + (1 if n < ops % threads else 0) for n in range(threads)]
+    pool = [threading.Thread(target=worker, args=(n, shares[n])) for n in range(threads)]
+    for thread in pool:
+        thread.start()
+    start.wait()
+    began = time.perf_counter()
+    for thread in pool:
+        thread.join()
+    wall = time.perf_counter() - began
+    every = [v for values in latency.values() for v in values]
+    return {
+        "ops": ops,
+        "threads": threads,
+        "seconds": round(wall, 1),
+        "ops_per_second": round(ops / wall, 1),
+        "p50_ms": percentile(every, 50),
+        "p95_ms": percentile(every, 95),
+        "by_kind": {
+            kind: {"n": len(v), "p50_ms": percentile(v, 50), "p95_ms": percentile(v, 95)}
+            for kind, v in latency.items()
+        },
+    }
+
+
+def run_throughput(
+    conversations: Sequence[Conversation],
+    model: SentenceTransformerEmbedder,
+    ops: int,
+    threads: int,
+) -> dict[str, Any]:
+    texts = [t.text for c in conversations for t in c.turns]
+    questions = [q.text for c in conversations for q in c.questions]
+    results: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory(prefix="lg-store-ops-") as tmp:
+        memento = Memento.open(Path(tmp) / "ops", embedder=model)
+        stores: dict[str, BaseStore] = {
+            MEMENTO: MementoStore(memento, index={"fields": ["text"]}),
+            IN_MEMORY: InMemoryStore(
+                index={"dims": 384, "embed": MiniLMEmbeddings(model), "fields": ["text"]}
+            ),
+        }
+        for name, store in stores.items():
+            results[name] = mixed_ops(store, texts, questions, ops, threads)
+        memento.close()
+    return results
+
+
 def verdict(
     summaries: dict[str, Any], timing: dict[str, dict[str, float]], name: str
 ) -> dict[str, Any]:
@@ -185,6 +276,34 @@ def render_markdown(report: dict[str, Any]) -> str:
             f"p95 ×{v['p95_ratio']}. Leads on recall: **{v['leads_on_recall']}**; "
             f"latency within 2×: **{v['latency_within_2x']}**."
         )
+    if report.get("throughput"):
+        first = next(iter(report["throughput"].values()))
+        lines += [
+            "",
+            f"## Throughput: {first['ops']:,} mixed ops from {first['threads']} threads",
+            "",
+            "40% `put` (a dialogue turn), 30% `get`, 30% `search(query=…, limit=10)`, one shared "
+            "store, empty at the start; latency is each call's, in ms.",
+            "",
+            "| store | ops/s | seconds | p50 | p95 | put p50 / p95 | get p50 / p95 "
+            "| search p50 / p95 |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
+        for name, run in report["throughput"].items():
+            kinds = [
+                f"{run['by_kind'][k]['p50_ms']} / {run['by_kind'][k]['p95_ms']}"
+                for k in ("put", "get", "search")
+            ]
+            lines.append(
+                f"| {name} | {run['ops_per_second']} | {run['seconds']} | {run['p50_ms']} | "
+                f"{run['p95_ms']} | " + " | ".join(kinds) + " |"
+            )
+        ours = report["throughput"][MEMENTO]["ops_per_second"]
+        lines += [
+            "",
+            f"MementoStore: {ours} ops/s against a target of {THROUGHPUT_TARGET:.0f}: "
+            f"**{'met' if ours >= THROUGHPUT_TARGET else 'not met'}**.",
+        ]
     lines += [
         "",
         "## Machine",
@@ -208,7 +327,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--torch-threads", type=int, default=1, help="torch intra-op threads (see the docstring)"
     )
+    parser.add_argument("--ops", type=int, default=6_000, help="mixed ops in the throughput run")
+    parser.add_argument("--threads", type=int, default=10, help="threads in the throughput run")
+    parser.add_argument("--skip-recall", action="store_true", help="the throughput part only")
+    parser.add_argument("--quick", action="store_true", help="1 conversation, 600 ops")
     args = parser.parse_args(argv)
+    if args.quick:
+        args.conversations, args.ops = 1, 600
     import torch
 
     torch.set_num_threads(args.torch_threads)
@@ -234,8 +359,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         TimeElapsedColumn(),
     )
     with Progress(*columns, console=console) as progress:
-        task = progress.add_task("turns + questions", total=work)
-        for conversation in conversations:
+        task = progress.add_task("turns + questions", total=0 if args.skip_recall else work)
+        for conversation in [] if args.skip_recall else conversations:
             progress.update(task, description=conversation.sample_id)
             run_conversation(
                 conversation,
@@ -246,6 +371,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 lambda n: progress.advance(task, n),
             )
 
+    console.print(f"throughput: {args.ops} mixed ops from {args.threads} threads per store")
+    throughput = run_throughput(conversations, model, args.ops, args.threads)
     summaries = {name: s.summary() for name, s in scores.items()}
     timing = {
         name: {
@@ -255,7 +382,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         }
         for name, values in latency.items()
     }
-    verdicts = {name: verdict(summaries, timing, name) for name in (MEMENTO, MEMENTO_NO_USAGE)}
+    verdicts = {
+        name: verdict(summaries, timing, name)
+        for name in (MEMENTO, MEMENTO_NO_USAGE)
+        if not args.skip_recall
+    }
     report: dict[str, Any] = {
         "command": " ".join(["benchmarks/langgraph_store.py", *(argv or sys.argv[1:])]),
         "started": started,
@@ -269,6 +400,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             name: round(1000 * sum(v) / len(v), 1) for name, v in writes.items() if v
         },
         "verdicts": verdicts,
+        "throughput": throughput,
         "torch_threads": args.torch_threads,
         "load_average_at_start": [round(x, 2) for x in load],
         "machine": machine(),

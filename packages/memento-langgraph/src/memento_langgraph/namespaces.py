@@ -5,7 +5,10 @@ One item ``(namespace, key)`` is one memory:
 - **id**: ``"lgs-"`` + a hash of the store's project, the namespace and the key, so a put
   replaces the memory in place (Memento keeps its ``created_at`` and sets ``updated_at``).
 - **scope**: ``user_id`` is the namespace label at ``user_label`` (default 1, the LangMem
-  convention ``("memories", user_id)``; ``None`` for no user); ``project_id`` is the store's
+  convention ``("memories", user_id)``; ``None`` for no user). A label that LangGraph allows
+  but a Memento scope value does not (a control character such as a trailing newline, only
+  whitespace, more than 256 characters) is stored as ``"lg-user-"`` + a hash of the label, so
+  every valid LangGraph namespace can be written; ``project_id`` is the store's
   project (default ``"langgraph"``); privacy is ``team``. So the store (which searches as its
   project) sees every item, a recall for a user sees that user's items and nobody else's, and
   ``erase_user`` erases them.
@@ -26,9 +29,9 @@ from typing import Any
 
 from langgraph.store.base import InvalidNamespaceError, MatchCondition
 
-from memento_core import MemoryItem, Scope
+from memento_core import InvalidScope, MemoryItem, Scope
 
-__all__ = ["INDEXED_TAG", "NamespaceMapping", "matches_condition"]
+__all__ = ["INDEXED_TAG", "NamespaceMapping", "matches_condition", "user_id_for"]
 
 INDEXED_TAG = "lg:indexed"
 """Carried by items whose fields were embedded; unindexed items never take part in ranking."""
@@ -53,7 +56,7 @@ class NamespaceMapping:
     def scope(self, namespace: Sequence[str]) -> Scope:
         user = None
         if self.user_label is not None and len(namespace) > self.user_label:
-            user = namespace[self.user_label]
+            user = user_id_for(namespace[self.user_label])
         return Scope(user_id=user, project_id=self.project_id)
 
     def viewer(self) -> Scope:
@@ -85,6 +88,17 @@ class NamespaceMapping:
         if self.memory_id(namespace, key) != item.id:
             return None
         return namespace, key
+
+
+def user_id_for(label: str) -> str:
+    """The Memento user id of a namespace's user label: the label itself when Memento accepts
+    it as a scope value, else ``"lg-user-"`` + a hash of it (one label, one id)."""
+    try:
+        Scope(user_id=label)
+    except InvalidScope:
+        digest = hashlib.sha256(label.encode("utf-8", "surrogatepass")).hexdigest()[:40]
+        return "lg-user-" + digest
+    return label
 
 
 def prefix_tag(prefix: Sequence[str]) -> str:

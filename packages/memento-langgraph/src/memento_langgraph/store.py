@@ -1,7 +1,7 @@
 """``MementoStore``: a LangGraph ``BaseStore`` whose items are Memento memories.
 
 Every item is one memory (see ``memento_langgraph.namespaces`` for the mapping). ``put`` embeds
-the configured index fields through Memento (its own embedder: there is no ``index["embed"]``);
+the configured index fields through Memento (its own embedder: ``index["embed"]`` is ignored);
 ``search(query=...)`` is Memento's hybrid recall — embeddings and BM25, recency, importance,
 usage, diversity — and each result's ``score`` is Memento's score. Expiry is Memento's:
 ``ttl`` (minutes) becomes the memory's retention, which every read can push out again.
@@ -17,7 +17,9 @@ Decisions a LangGraph user may notice:
 - Expired items are omitted from every read at once (``omit_expired`` is always on); core's
   ``purge`` (the maintenance worker) erases them later.
 - Ops in one ``batch`` run in order; consecutive puts are written (and embedded) together, the
-  last put of a key winning.
+  last put of a key winning. Concurrent callers are grouped too (``_grouping``): puts waiting
+  while another thread writes are embedded and written in one call, and the queries of
+  searches waiting at once are embedded as one batch.
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ from memento_core import (
     FOREVER,
     MAX_CONTENT_CHARS,
     MAX_RECALL_LIMIT,
+    CachingEmbedder,
     Embedder,
     Memento,
     MemoryDraft,
@@ -58,6 +61,7 @@ from memento_core import (
     MemoryNotFound,
     MemoryType,
 )
+from memento_langgraph._grouping import Group
 from memento_langgraph.filters import check_filter, matches_filter
 from memento_langgraph.namespaces import (
     INDEXED_TAG,
@@ -76,11 +80,14 @@ costs one cached embedding for all such items and never matches a keyword search
 class MementoStore(BaseStore):
     """A LangGraph store on an open ``Memento``: ``graph.compile(store=MementoStore(mem))``.
 
-    ``index``: LangGraph's ``IndexConfig``; only ``fields`` is used (default ``["$"]``), and
-    ``dims``, if given, must match the Memento embedder. ``ttl``: LangGraph's ``TTLConfig``
-    (``default_ttl`` in minutes, ``refresh_on_read``). ``project_id``, ``user_label``: the
-    namespace mapping (see ``memento_langgraph.namespaces``). ``memory_type``: the type items
-    are stored as (default ``semantic``: facts kept until deleted).
+    ``index``: LangGraph's ``IndexConfig``; ``fields`` says what is embedded (default
+    ``["$"]``). ``embed`` is accepted and not called: items are embedded by the Memento store's
+    embedder (choose it with ``Memento.open(..., embedder=...)``), and ``index_config["dims"]``
+    reports that embedder's dimension. A ``dims`` given without ``embed`` must match it.
+    ``ttl``: LangGraph's ``TTLConfig`` (``default_ttl`` in minutes, ``refresh_on_read``).
+    ``project_id``, ``user_label``: the namespace mapping (see ``memento_langgraph.namespaces``).
+    ``memory_type``: the type items are stored as (default ``semantic``: facts kept until
+    deleted). ``search`` results carry Memento's ranking score as ``score``, best first.
     """
 
     supports_ttl: bool = True
@@ -102,6 +109,8 @@ class MementoStore(BaseStore):
         fields = _index_fields(index, memento.embedder.dimension)
         self.index_config: IndexConfig = {"dims": memento.embedder.dimension, "fields": fields}
         self._fields = [(path, tokenize_path(path) if path != "$" else path) for path in fields]
+        self._writes: Group[PutOp] = Group(self._apply_puts)
+        self._queries: Group[str] = Group(self._embed_queries)
 
     @classmethod
     def open(
@@ -125,11 +134,13 @@ class MementoStore(BaseStore):
         ops = list(ops)
         for op in ops:
             _check_op(op)
+        queries = [op.query for op in ops if isinstance(op, SearchOp) and op.query]
+        self._queries.submit(queries)  # one embedding batch, shared with concurrent searches
         results: list[Result] = [None] * len(ops)
-        puts: dict[tuple[tuple[str, ...], str], PutOp] = {}
+        puts: list[PutOp] = []
         for n, op in enumerate(ops):
             if isinstance(op, PutOp):
-                puts[(tuple(op.namespace), op.key)] = op
+                puts.append(op)
                 continue
             self._write(puts)
             if isinstance(op, GetOp):
@@ -146,22 +157,32 @@ class MementoStore(BaseStore):
 
     # ------------------------------------------------------------------ writing
 
-    def _write(self, puts: dict[tuple[tuple[str, ...], str], PutOp]) -> None:
-        """Apply pending puts: deletions, then every write in one (batch-embedded) call."""
-        if not puts:
-            return
-        ops = list(puts.values())
-        puts.clear()
-        for op in ops:
+    def _write(self, puts: list[PutOp]) -> None:
+        """Apply this caller's pending puts, with those of callers writing at the same time."""
+        if puts:
+            pending = list(puts)
+            puts.clear()
+            self._writes.submit(pending)
+
+    def _apply_puts(self, ops: list[PutOp]) -> None:
+        """Deletions, then every write in one (batch-embedded) call; the last put of a key wins."""
+        latest = list({(tuple(op.namespace), op.key): op for op in ops}.values())
+        drafts = [self._draft(op) for op in latest if op.value is not None]
+        for op in latest:
             if op.value is None:
                 with contextlib.suppress(MemoryNotFound):  # deleting a missing item is a no-op
                     self.memento.forget(self.mapping.memory_id(op.namespace, op.key), hard=True)
-        drafts = [self._draft(op) for op in ops if op.value is not None]
         if drafts:
             self.memento.remember_many(drafts)
 
+    def _embed_queries(self, queries: list[str]) -> None:
+        """Embed search queries together ahead of recall, which then finds them cached."""
+        embedder = self.memento.embedder
+        if isinstance(embedder, CachingEmbedder):
+            embedder.embed_documents(list(dict.fromkeys(queries)))
+
     def _draft(self, op: PutOp) -> MemoryDraft:
-        if not isinstance(op.value, Mapping):
+        if not isinstance(op.value, Mapping):  # checked in ``batch``; narrows the type
             raise TypeError(f"a store value is a mapping, got {type(op.value).__name__}")
         text = self._index_text(op.value, op.index)
         return MemoryDraft(
@@ -317,25 +338,24 @@ def _check_op(op: Op) -> None:
     if not isinstance(op, (GetOp, SearchOp, PutOp, ListNamespacesOp)):
         raise TypeError(f"unknown store operation {type(op).__name__}")
     validate_op_namespace(op)
+    # The root label "langgraph" is refused by the public ``put`` only (LangGraph keeps it for
+    # its own writes, which go straight to ``batch``), so ``batch`` accepts it like
+    # InMemoryStore does.
     if isinstance(op, PutOp) and op.value is not None:
         if not op.namespace:
             raise InvalidNamespaceError("Namespace cannot be empty.")
-        if op.namespace[0] == "langgraph":
-            raise InvalidNamespaceError(
-                f'Root label for namespace cannot be "langgraph". Got: {op.namespace}'
-            )
+        if not isinstance(op.value, Mapping):
+            raise TypeError(f"a store value is a mapping, got {type(op.value).__name__}")
 
 
 def _index_fields(index: IndexConfig | None, dimension: int) -> list[str]:
     if index is None:
         return ["$"]
-    if index.get("embed") is not None:
-        raise ValueError(
-            "MementoStore embeds with its Memento store's embedder; open the store with "
-            "Memento.open(..., embedder=...) instead of passing index['embed']"
-        )
+    # ``embed`` (and the ``dims`` that describe it) name the embedding a LangGraph store would
+    # call; Memento embeds with its own store's embedder, so they are accepted and not used.
+    # Only a ``dims`` given without ``embed`` is checked: it can only mean Memento's embedder.
     dims = index.get("dims")
-    if dims is not None and dims != dimension:
+    if index.get("embed") is None and dims is not None and dims != dimension:
         raise ValueError(
             f"index['dims'] is {dims} but the Memento store's embedder makes {dimension}-"
             "dimensional vectors; leave dims out or open the store with another embedder"
