@@ -26,7 +26,7 @@ from autogen_core.models import (
 )
 from autogen_ext.models.replay import ReplayChatCompletionClient
 
-from memento_autogen import MementoMemory, MementoMemoryConfig, remember_tool
+from memento_autogen import MementoMemory, MementoMemoryConfig, RememberTool, remember_tool
 from memento_core import Memento, MemoryType, Scope
 
 TOOL_MODEL = ModelInfo(
@@ -161,3 +161,35 @@ async def test_a_bad_tool_call_is_reported_to_the_model_and_stores_nothing(
     assert execution.content[0].is_error
     assert "importance" in execution.content[0].content
     assert mem.items(scope=Scope(user_id="alice")) == []
+
+
+async def test_an_agent_with_the_remember_tool_dumps_and_loads(
+    memory: MementoMemory, mem: Memento
+) -> None:
+    client = ReplayChatCompletionClient(
+        [calls_remember(fact="Alice's locker code is 7291", importance=0.8)],
+        model_info=TOOL_MODEL,
+    )
+    agent = AssistantAgent(
+        "assistant", model_client=client, tools=[remember_tool(memory)], memory=[memory]
+    )
+
+    loaded = AssistantAgent.load_component(agent.dump_component())
+    result = await loaded.run(task="My locker code is 7291, keep it.")
+
+    (execution,) = [m for m in result.messages if isinstance(m, ToolCallExecutionEvent)]
+    assert not execution.content[0].is_error, execution.content[0].content
+    (item,) = mem.items(scope=Scope(user_id="alice"))
+    assert (item.content, item.source, item.importance) == (
+        "Alice's locker code is 7291",
+        "tool",
+        0.8,
+    )
+    tool = remember_tool(memory, name="note")
+    again = RememberTool.load_component(tool.dump_component())
+    assert (again.name, again.description, again.schema) == (
+        tool.name,
+        tool.description,
+        tool.schema,
+    )
+    assert again.memory.config == memory.config

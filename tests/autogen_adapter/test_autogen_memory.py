@@ -55,8 +55,8 @@ async def test_query_returns_the_relevant_memory_first_with_its_reason(
     results = (await memory.query("What does Alice drink in the morning?")).results
     assert results[0].content == "Alice drinks green tea every morning"
     assert len(results) == 3
-    scores = [r.metadata["score"] for r in results if r.metadata]
-    assert scores == sorted(scores, reverse=True)
+    ranks = [r.metadata["rank_score"] for r in results if r.metadata]
+    assert ranks == sorted(ranks, reverse=True)  # the order is Memento's ranking
     best = results[0].metadata or {}
     assert "morning" in best["matched_terms"]
     assert best["reason"].startswith("relevance ")
@@ -87,6 +87,37 @@ async def test_k_and_score_threshold_bound_the_results(mem: Memento) -> None:
     assert (
         len((await memory.query("Alice's morning green tea", k=3, score_threshold=0)).results) == 3
     )
+
+
+@pytest.mark.parametrize("threshold", [0.2, 0.35, 0.5, 0.8])
+async def test_score_threshold_bounds_the_score_each_result_shows(
+    memory: MementoMemory, threshold: float
+) -> None:
+    """The migration contract from ChromaDBVectorMemory: a threshold of 0.8 never returns a
+    result whose ``metadata["score"]`` is below 0.8, and drops nothing scored above it."""
+    await add_facts(memory)
+    await memory.add(text("Alice drinks black coffee in the afternoon"))
+    question = "What does Alice drink in the morning?"
+    everything = (await memory.query(question, k=10, score_threshold=0.0)).results
+    bounded = (await memory.query(question, k=10, score_threshold=threshold)).results
+
+    assert all((r.metadata or {})["score"] >= threshold for r in bounded)
+    expected = [r.content for r in everything if (r.metadata or {})["score"] >= threshold]
+    assert [r.content for r in bounded] == expected
+    for result in everything:
+        shown = result.metadata or {}
+        assert 0.0 <= shown["score"] <= 1.0 and shown["score"] == shown["relevance"]
+
+
+async def test_clear_erases_forgotten_memories_too(memory: MementoMemory, mem: Memento) -> None:
+    await memory.add(text("Alice's old address was 4 Rua Augusta"))
+    (forgotten,) = stored(mem)
+    mem.forget(forgotten.id)  # soft delete: hidden, still stored
+
+    await memory.clear()
+
+    with pytest.raises(MemoryNotFound):
+        mem.get(forgotten.id, include_deleted=True)
 
 
 async def test_query_takes_a_filter_and_refuses_unknown_options(memory: MementoMemory) -> None:

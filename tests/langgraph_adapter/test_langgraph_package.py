@@ -19,6 +19,10 @@ PACKAGE = REPO / "packages" / "memento-langgraph"
 
 
 def test_all_lists_every_public_name_and_only_those() -> None:
+    for (
+        name
+    ) in memento_langgraph.__all__:  # names load on first use (the plugin imports no framework)
+        getattr(memento_langgraph, name)
     public = {
         name
         for name, value in vars(memento_langgraph).items()

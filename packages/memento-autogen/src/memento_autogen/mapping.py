@@ -9,7 +9,8 @@ Adding, ``MemoryContent`` → ``MemoryDraft``:
 - Metadata keys ``memory_type``, ``tags``, ``importance``, ``privacy``, ``source``,
   ``created_at`` (ISO 8601) and the scope fields ``user_id``, ``agent_id``, ``project_id``,
   ``session_id`` set the memory's fields. Keys that only a query result carries (``id``,
-  ``score``, ``relevance``, ``similarity``, ``reason``, ``matched_terms``) are dropped, so a
+  ``score``, ``rank_score``, ``relevance``, ``similarity``, ``reason``, ``matched_terms``) are
+  dropped, so a
   result can be added elsewhere as it is. Every other key is kept and comes back on query.
 
 The MIME type and the kept metadata travel in the item's ``origin_trace`` under ``"autogen"``:
@@ -17,7 +18,8 @@ they describe the AutoGen object the memory came from. The caller's objects are 
 
 Querying, ``Recalled`` → ``MemoryContent``: the original MIME type (known types as
 ``MemoryMimeType`` members) and content (a dict for a dictionary memory), with the kept metadata,
-the memory's fields and why it came back (``score``, ``relevance``, ``similarity``, ``reason``).
+the memory's fields and why it came back (``score`` = ``relevance``, the number
+``score_threshold`` bounds; ``rank_score``, the order; ``similarity``; ``reason``).
 """
 
 from __future__ import annotations
@@ -50,7 +52,9 @@ SCOPE_FIELDS = ("user_id", "agent_id", "project_id", "session_id")
 MAPPED_KEYS = frozenset(
     {"memory_type", "tags", "importance", "privacy", "source", "created_at", *SCOPE_FIELDS}
 )
-RESULT_KEYS = frozenset({"id", "score", "relevance", "similarity", "reason", "matched_terms"})
+RESULT_KEYS = frozenset(
+    {"id", "score", "rank_score", "relevance", "similarity", "reason", "matched_terms"}
+)
 SOURCE = "autogen"
 """The ``source`` of memories added through ``MementoMemory.add`` unless metadata names one."""
 
@@ -108,7 +112,10 @@ def content_from_recalled(recalled: Recalled) -> MemoryContent:
         "source": item.source,
         "created_at": item.created_at.isoformat(),
         "id": item.id,
-        "score": recalled.score,
+        # ``score`` is what ``score_threshold`` bounds (as upstream's similarity score is);
+        # the order comes from Memento's ranking score.
+        "score": reason.relevance,
+        "rank_score": recalled.score,
         "relevance": reason.relevance,
         "similarity": reason.dense,
         "reason": str(reason),

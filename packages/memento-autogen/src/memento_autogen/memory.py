@@ -115,13 +115,17 @@ class MementoMemory(Memory, Component[MementoMemoryConfig]):
     ) -> MemoryQueryResult:
         """The memories that best fit ``query`` and that this scope may see, best first.
 
-        Each result's metadata holds ``score`` (Memento's ranking score, which orders the
-        results), ``relevance`` (what ``score_threshold`` bounds), ``similarity`` (the true
-        cosine similarity of the embeddings; a negative one shows as 0), ``reason`` (the
-        score's parts, readable) and ``matched_terms``, with the memory's ``id``, its fields
-        and the metadata it was added with. ``k`` and ``score_threshold`` override the config
-        for this call; ``filter`` narrows recall (``RecallFilter`` fields: types, tags, since,
-        until, session_id, …).
+        Each result's metadata holds ``score``: how well the memory matches the query, 0..1 —
+        Memento's relevance (embedding similarity fused with keyword matching), the number
+        ``score_threshold`` bounds, as ``ChromaDBVectorMemory``'s ``score`` is the similarity
+        its threshold bounds. Results are ordered by ``rank_score`` (Memento's ranking score:
+        relevance with recency, importance, usage and diversity), so ``score`` need not
+        decrease down the list. Also ``relevance`` (the same number as ``score``),
+        ``similarity`` (the true cosine similarity of the embeddings; a negative one shows as
+        0), ``reason`` (the ranking score's parts, readable) and ``matched_terms``, with the
+        memory's ``id``, its fields and the metadata it was added with. ``k`` and
+        ``score_threshold`` override the config for this call; ``filter`` narrows recall
+        (``RecallFilter`` fields: types, tags, since, until, session_id, …).
         """
         if kwargs:
             raise TypeError(f"unexpected query option(s): {', '.join(sorted(kwargs))}")
@@ -212,7 +216,8 @@ def _erase_scope(store: Memento, scope: Scope) -> None:
         name: value for name, value in scope.as_dict().items() if value is not None
     }
     wanted["user_id"] = scope.user_id  # None too: the anonymous user's memories only
-    for item in store.items(scope=scope):
+    # Forgotten (soft-deleted) memories are erased too: clear() is a hard delete.
+    for item in store.items(scope=scope, include_deleted=True):
         if all(getattr(item.scope, name) == value for name, value in wanted.items()):
             store.forget(item.id, hard=True)
 

@@ -4,12 +4,10 @@ Importing this package (or its ``plugin`` module, as Memento's plugin discovery 
 framework code: each name below is imported on first use.
 """
 
-from __future__ import annotations
+import typing as _typing
+from importlib import import_module as _import_module
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
+if _typing.TYPE_CHECKING:
     from memento_llamaindex.block import MementoMemoryBlock
     from memento_llamaindex.chat_memory import MementoChatMemory
     from memento_llamaindex.chat_store import MementoChatStore
@@ -43,11 +41,11 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> _typing.Any:
     source = _SOURCES.get(name)
     if source is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(source), name)
+    value = getattr(_import_module(source), name)
     globals()[name] = value  # later lookups skip this function
     return value
 

@@ -7,12 +7,10 @@ Importing this package (or its ``plugin`` module, as Memento's plugin discovery 
 framework code: each name below is imported on first use.
 """
 
-from __future__ import annotations
+import typing as _typing
+from importlib import import_module as _import_module
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
+if _typing.TYPE_CHECKING:
     from memento_mcp.auth import BearerTokenGuard
     from memento_mcp.scoped import NotOwned, ScopedMemento
     from memento_mcp.server import MementoMCPServer, build_server
@@ -37,11 +35,11 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> _typing.Any:
     source = _SOURCES.get(name)
     if source is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(source), name)
+    value = getattr(_import_module(source), name)
     globals()[name] = value  # later lookups skip this function
     return value
 
