@@ -52,6 +52,60 @@ async def test_the_block_recalls_for_the_newest_user_message_and_adds_nothing_wi
     assert await block.aget([]) == ""
 
 
+async def test_the_retrieval_context_window_queries_with_the_last_messages(store: Memento) -> None:
+    store.remember("The retro moved to Thursday afternoons.")
+    store.remember("Parking passes are renewed in March.")
+    recent = [user("the retro, when is it?"), assistant("checking"), user("and parking?")]
+
+    newest = await MementoMemoryBlock(store=store, recall_limit=1).aget(recent)
+    wide = await MementoMemoryBlock(store=store, recall_limit=2, retrieval_context_window=3).aget(
+        recent
+    )
+
+    assert "Parking passes" in newest and "Thursday" not in newest
+    assert "Parking passes" in wide and "Thursday" in wide
+
+
+async def test_node_postprocessors_and_format_template_shape_what_the_block_returns(
+    store: Memento,
+) -> None:
+    from llama_index.core.postprocessor import SimilarityPostprocessor
+    from llama_index.core.postprocessor.types import BaseNodePostprocessor
+    from llama_index.core.schema import NodeWithScore, QueryBundle
+
+    seen: list[tuple[list[str], str | None]] = []
+
+    class Recorder(BaseNodePostprocessor):
+        def _postprocess_nodes(
+            self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
+        ) -> list[NodeWithScore]:
+            seen.append(([n.node.node_id for n in nodes], query_bundle and query_bundle.query_str))
+            return list(reversed(nodes))
+
+    first = store.remember("The retro moved to Thursday afternoons.")
+    second = store.remember("The retro room is Aurora on the 4th floor.")
+    block = MementoMemoryBlock(
+        store=store,
+        recall_limit=2,
+        node_postprocessors=[Recorder()],
+        format_template="<recalled>\n{{ text }}\n</recalled>",
+    )
+
+    text = await block.aget([user("where and when is the retro?")])
+
+    ((ranked, query),) = seen  # the recalled memories, in Memento's order, and the query
+    assert sorted(ranked) == sorted([first, second]) and query == "where and when is the retro?"
+    assert text.startswith("<recalled>\n") and text.endswith("\n</recalled>")
+    shown = [line for line in text.split("\n")[1:-1] if line]
+    assert shown == [store.get(i).content for i in reversed(ranked)]  # the postprocessed order
+    strict = MementoMemoryBlock(
+        store=store, node_postprocessors=[SimilarityPostprocessor(similarity_cutoff=2.0)]
+    )
+    assert await strict.aget([user("where and when is the retro?")]) == ""
+    plain = MementoMemoryBlock(store=store, format_template="Memories: {text}")
+    assert (await plain.aget([user("when is the retro?")])).startswith("Memories: ")
+
+
 async def test_flushed_messages_become_episodic_memories_of_the_session(
     store: Memento, fresh: Callable[[str], str]
 ) -> None:

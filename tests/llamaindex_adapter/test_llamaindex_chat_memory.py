@@ -125,6 +125,37 @@ def test_input_adds_recalled_memories_as_a_system_message_within_the_share(
     assert off.get(input="Where did I park?") == memory.get()
 
 
+@pytest.mark.parametrize("other", [42, 3.5, {"q": "parking"}, object()], ids=repr)
+async def test_get_with_an_input_that_is_not_text_returns_the_window_like_the_buffer(
+    store: Memento, fresh: Callable[[str], str], other: object
+) -> None:
+    store.remember("Alice parks on level 3 of the Nova garage.", scope=Scope(user_id="alice"))
+    memory = MementoChatMemory.from_defaults(
+        store=store, user_id="alice", session_id=fresh("chat"), memory_share=0.5
+    )
+    buffer = ChatMemoryBuffer.from_defaults(token_limit=memory.token_limit)
+    for message in (user("hi"), assistant("hello, Alice")):
+        memory.put(message)
+        buffer.put(message)
+    assert (
+        memory.get(input=other)
+        == buffer.get(input=other)
+        == [user("hi"), assistant("hello, Alice")]
+    )
+    assert await memory.aget(input=other) == memory.get()
+
+
+def test_get_with_a_list_of_messages_recalls_for_the_newest_user_message(
+    store: Memento, fresh: Callable[[str], str]
+) -> None:
+    store.remember("Alice parks on level 3 of the Nova garage.", scope=Scope(user_id="alice"))
+    memory = MementoChatMemory.from_defaults(
+        store=store, user_id="alice", session_id=fresh("chat"), memory_share=0.5
+    )
+    got = memory.get(input=[user("Where did I park the car?"), assistant("Let me check.")])
+    assert got[0].role == MessageRole.SYSTEM and "Nova garage" in (got[0].content or "")
+
+
 def test_recalled_memories_shrink_the_window(store: Memento, fresh: Callable[[str], str]) -> None:
     store.remember("The spare key hides under the third flowerpot.")
     memory = MementoChatMemory.from_defaults(

@@ -24,6 +24,7 @@ from memento_llamaindex.connection import MementoConnection
 from memento_llamaindex.mapping import (
     check_tool_results,
     from_memento_message,
+    latest_user_text,
     text_of,
     to_memento_message,
 )
@@ -168,7 +169,7 @@ class MementoChatMemory(MementoConnection, BaseMemory):
         window = [from_memento_message(m) for m in self.chat.window()]
         head = window[:1] if window and window[0].role == MessageRole.SYSTEM else []
         tail = window[len(head) :]
-        query = text_of(input) if isinstance(input, ChatMessage) else input
+        query = _query_of(input)
         if query is not None and query.strip() and self.memory_share > 0:
             budget = int(self.token_limit * self.memory_share)
             injection = self.memento.memory_injection(
@@ -278,3 +279,15 @@ class MementoChatMemory(MementoConnection, BaseMemory):
         if sum(sizes[start:]) > budget:
             return messages[-1:]
         return messages[start:]
+
+
+def _query_of(input: object) -> str | None:
+    """The text ``get(input)`` recalls for: a string, a message's text, or the newest user
+    message of a list. Any other input is ignored, as ``ChatMemoryBuffer.get`` ignores it."""
+    if isinstance(input, str):
+        return input
+    if isinstance(input, ChatMessage):
+        return text_of(input)
+    if isinstance(input, (list, tuple)) and all(isinstance(m, ChatMessage) for m in input):
+        return latest_user_text(list(input))
+    return None
