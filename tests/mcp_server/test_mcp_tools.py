@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 TOOLS = {
     "remember", "recall", "pin", "unpin", "forget", "summarize_thread", "link", "export",
-    "feedback", "review_due", "review", "sleep",
+    "feedback", "review_due", "review", "sleep", "get", "restore", "update",
 }  # fmt: skip
 
 
@@ -30,7 +30,7 @@ def test_the_client_sees_every_tool_with_typed_arguments(stdio: SyncSession) -> 
     recall = tools["recall"]
     assert recall.input_schema["required"] == ["query"]
     filters = json.dumps(recall.input_schema)
-    for field in ("type", "tags", "project_id", "time_from", "time_to"):
+    for field in ("type", "tags", "project_id", "agent_id", "session_id", "time_from", "time_to"):
         assert f'"{field}"' in filters
     assert recall.output_schema is not None and "items" in recall.output_schema["properties"]
     assert tools["forget"].annotations is not None and tools["forget"].annotations.destructive_hint
@@ -228,3 +228,123 @@ def test_export_is_text_without_a_structured_copy(stdio: SyncSession, fmt: str) 
     result = stdio.call("export", {"format": fmt})
     assert not result.is_error and result.structured_content is None
     assert text_of(result)
+
+
+# ------------------------------------------------------------------ reading whole, restore, update
+
+
+def test_recall_says_when_it_cut_a_memory_and_get_returns_it_whole(stdio: SyncSession) -> None:
+    long = "Alice's packing list for the Lofoten trip: " + ", ".join(
+        f"item {n} (wool socks, spare batteries, headlamp)" for n in range(12)
+    )
+    short = "Alice's Lofoten ferry leaves Bodø at 15:00."
+    long_id = stdio.ok("remember", {"content": long})["memory_id"]
+    short_id = stdio.ok("remember", {"content": short})["memory_id"]
+
+    hits = {h["id"]: h for h in stdio.ok("recall", {"query": "Lofoten trip", "limit": 5})["items"]}
+
+    assert hits[long_id]["truncated"] is True and hits[long_id]["content_chars"] == len(long)
+    assert len(hits[long_id]["snippet"]) <= 240 and hits[long_id]["snippet"].endswith("…")
+    assert hits[short_id]["truncated"] is False and hits[short_id]["snippet"] == short
+    whole = stdio.ok("get", {"memory_id": long_id})
+    assert whole["content"] == long and whole["uri"] == f"memory://{long_id}"
+
+
+def test_get_shows_data_hotwords_and_links_and_hides_other_users(
+    stdio: SyncSession, ids: Seeded
+) -> None:
+    memory_id = stdio.ok("remember", {"content": "Alice's gym locker is number 214."})["memory_id"]
+    payload = {"locker": 214, "gym": "Northside", "combo": [4, 1, 9]}
+    stdio.ok("update", {"memory_id": memory_id, "data": payload, "hotwords": ["locker", "사물함"]})
+    stdio.ok("link", {"source_id": memory_id, "type": "derived_from", "target_id": ids.bob_public})
+
+    view = stdio.ok("get", {"memory_id": memory_id})
+
+    assert view["data"] == payload and view["hotwords"] == ["locker", "사물함"]
+    assert [link["target_id"] for link in view["links"]] == [ids.bob_public]
+    assert stdio.read(f"memory://{memory_id}")["data"] == payload
+    assert stdio.ok("get", {"memory_id": ids.bob_public})["user_id"] == "bob"  # public
+    for hidden in ids.invisible:
+        assert "no memory with id" in stdio.error("get", {"memory_id": hidden})
+
+
+def test_restore_brings_back_a_soft_forgotten_memory(stdio: SyncSession, ids: Seeded) -> None:
+    memory_id = stdio.ok("remember", {"content": "Alice's bike lock code is 5-5-2."})["memory_id"]
+    stdio.ok("forget", {"memory_id": memory_id})
+    assert "no memory with id" in stdio.error("get", {"memory_id": memory_id})
+
+    assert stdio.ok("restore", {"memory_id": memory_id}) == {
+        "memory_id": memory_id,
+        "restored": True,
+    }
+    found = stdio.ok("recall", {"query": "bike lock code"})["items"]
+    assert memory_id in [h["id"] for h in found]
+    assert stdio.ok("get", {"memory_id": memory_id})["forgotten"] is False
+
+    stdio.ok("forget", {"memory_id": memory_id, "hard": True})
+    assert "no memory with id" in stdio.error("restore", {"memory_id": memory_id})
+    assert "only its owner can restore" in stdio.error("restore", {"memory_id": ids.bob_public})
+
+
+def test_update_changes_a_memory_in_place(stdio: SyncSession, ids: Seeded) -> None:
+    memory_id = stdio.ok("remember", {"content": "Alice's standup is at 9:30.", "tags": ["work"]})[
+        "memory_id"
+    ]
+
+    view = stdio.ok(
+        "update",
+        {"memory_id": memory_id, "content": "Alice's standup moved to 10:15.", "importance": 0.9},
+    )
+
+    assert (view["id"], view["content"], view["importance"]) == (
+        memory_id,
+        "Alice's standup moved to 10:15.",
+        0.9,
+    )
+    assert view["tags"] == ["work"]  # left out: kept
+    top = stdio.ok("recall", {"query": "when is the standup now", "limit": 1})["items"][0]
+    assert (top["id"], top["snippet"]) == (memory_id, "Alice's standup moved to 10:15.")
+    assert "only its owner can update" in stdio.error(
+        "update", {"memory_id": ids.bob_public, "content": "hijacked"}
+    )
+    assert "importance" in stdio.error("update", {"memory_id": memory_id, "importance": 3})
+    assert stdio.ok("get", {"memory_id": memory_id})["content"] == "Alice's standup moved to 10:15."
+
+
+def test_summarize_thread_takes_the_callers_recent_messages(stdio: SyncSession) -> None:
+    turns = [
+        {"role": "user", "content": "I'm planning a week of climbing in Kalymnos in May."},
+        {"role": "assistant", "content": "Kalymnos in May is a great choice for limestone."},
+        {"role": "user", "content": "Book the studio near Masouri beach, please."},
+    ]
+    summary = stdio.ok("summarize_thread", {"messages": turns})
+    session_id = summary["session_id"]
+    assert session_id.startswith("mcp-") and "Kalymnos" in summary["summary"]
+    memory = stdio.ok("get", {"memory_id": summary["memory_id"]})
+    assert (memory["type"], memory["user_id"], memory["session_id"]) == (
+        "episodic",
+        "alice",
+        session_id,
+    )
+    again = stdio.ok("summarize_thread", {"session_id": session_id})
+    assert again["memory_id"] == summary["memory_id"]  # unchanged session, same memory
+    assert "session_id, or messages" in stdio.error("summarize_thread", {})
+    # Messages never go into an existing session (another user's least of all).
+    assert "leave session_id out" in stdio.error(
+        "summarize_thread", {"session_id": "bob-plans", "messages": turns[:1]}
+    )
+    assert "no messages to summarise" in stdio.error(
+        "summarize_thread", {"session_id": "bob-plans"}
+    )
+
+
+def test_recall_filters_by_agent(stdio: SyncSession, ids: Seeded) -> None:
+    mine = stdio.ok("remember", {"content": "Alice's Aurora room booking is for Tuesday."})
+    by_claude = stdio.ok(
+        "recall", {"query": "room booking", "filters": {"agent_id": "claude"}, "limit": 20}
+    )["items"]
+    assert mine["memory_id"] in [h["id"] for h in by_claude]
+    by_cursor = stdio.ok(
+        "recall", {"query": "coffee", "filters": {"agent_id": "cursor"}, "limit": 20}
+    )["items"]
+    assert {h["id"] for h in by_cursor} == {ids.bob_public}  # none of alice's, by claude

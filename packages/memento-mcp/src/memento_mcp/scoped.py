@@ -68,8 +68,8 @@ class ScopedMemento:
         """The memory, if the scope may see it; ``MemoryNotFound`` otherwise."""
         return self.mem.get(memory_id, scope=self.scope)
 
-    def owned(self, memory_id: str, action: str) -> MemoryItem:
-        item = self.get(memory_id)
+    def owned(self, memory_id: str, action: str, *, include_deleted: bool = False) -> MemoryItem:
+        item = self.mem.get(memory_id, scope=self.scope, include_deleted=include_deleted)
         if item.scope.user_id != self.user_id:
             raise NotOwned(memory_id, action)
         return item
@@ -151,6 +151,21 @@ class ScopedMemento:
         self.owned(memory_id, "forget")
         self.mem.forget(memory_id, hard=hard)
 
+    def restore(self, memory_id: str) -> MemoryItem:
+        """Undo a soft forget of one of the user's memories."""
+        self.owned(memory_id, "restore", include_deleted=True)
+        return self.mem.restore(memory_id)
+
+    def update(self, memory_id: str, **fields: Any) -> MemoryItem:
+        """Change fields of one of the user's memories in place (see ``Memento.update``)."""
+        self.owned(memory_id, "update", include_deleted=True)
+        if fields.get("privacy") == Privacy.TEAM.value and not self.scope.project_id:
+            raise InvalidScope(
+                "a team memory is shared within a project, and this server has none configured "
+                "(start it with --project)"
+            )
+        return self.mem.update(memory_id, **fields)
+
     def review(self, memory_id: str, grade: int) -> MemoryItem:
         self.owned(memory_id, "review")
         return self.mem.review(memory_id, grade)
@@ -174,3 +189,11 @@ class ScopedMemento:
         """Summarise one of the user's chat sessions into an episodic memory of theirs (core
         answers a session holding another user's messages as if it were empty)."""
         return self.mem.summarize_thread(session_id, scope=self.scope)
+
+    def summarize_messages(self, session_id: str, messages: Sequence[Mapping[str, Any]]) -> str:
+        """Keep ``messages`` (OpenAI-style dicts) as a new chat session of the user's, then
+        summarise it: a client that keeps its conversation itself hands it over this way.
+        ``session_id`` must be new (the caller makes one), so no existing session, another
+        user's included, is ever written to."""
+        self.mem.chat(session_id, scope=self.scope.with_session(session_id)).extend(messages)
+        return self.summarize_thread(session_id)

@@ -7,6 +7,7 @@ their values again. Errors are ``MementoError``s, which the server turns into to
 
 from datetime import datetime
 from typing import Annotated, Any, Literal
+from uuid import uuid4
 
 from mcp.server.mcpserver import MCPServer
 from mcp_types import ToolAnnotations
@@ -19,10 +20,12 @@ from memento_mcp.views import (
     FeedbackView,
     Forgotten,
     LinkView,
+    MemoryView,
     PinState,
     RecallHit,
     RecallResult,
     Remembered,
+    Restored,
     ReviewDue,
     Reviewed,
     SleepSummary,
@@ -36,6 +39,16 @@ MAX_REVIEW_LIMIT = 50
 
 MemoryType = Literal["episodic", "semantic", "procedural", "working"]
 MemoryId = Annotated[str, Field(description="A memory id, as remember or recall returned it.")]
+Privacy = Literal["private", "team", "public"]
+
+
+class ChatTurn(BaseModel):
+    """One message of a conversation, as chat APIs write it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    role: Literal["system", "user", "assistant"]
+    content: str
 
 
 class RecallFilters(BaseModel):
@@ -48,6 +61,10 @@ class RecallFilters(BaseModel):
     )
     tags: list[str] | None = Field(default=None, description="Only memories with all these tags.")
     project_id: str | None = Field(default=None, description="Only memories of this project.")
+    agent_id: str | None = Field(
+        default=None, description="Only memories written by this agent (say, another assistant)."
+    )
+    session_id: str | None = Field(default=None, description="Only memories of this session.")
     time_from: datetime | None = Field(
         default=None, description="Only memories created at or after this time (ISO 8601)."
     )
@@ -62,6 +79,8 @@ class RecallFilters(BaseModel):
             "types": self.type,
             "tags": self.tags,
             "project_id": self.project_id,
+            "agent_id": self.agent_id,
+            "session_id": self.session_id,
             "since": self.time_from,
             "until": self.time_to,
         }
@@ -91,7 +110,7 @@ def register_tools(server: MCPServer[Any], scoped: ScopedMemento) -> None:
             str, Field(description="Where it came from: chat, tool, file, url, …")
         ] = "mcp",
         privacy_scope: Annotated[
-            Literal["private", "team", "public"],
+            Privacy,
             Field(
                 description="private: only you; team: everyone in the server's project; "
                 "public: everyone using this store."
@@ -115,6 +134,12 @@ def register_tools(server: MCPServer[Any], scoped: ScopedMemento) -> None:
         return Remembered(memory_id=memory_id, uri=memory_uri(memory_id))
 
     @server.tool(annotations=ToolAnnotations(read_only_hint=True))
+    def get(memory_id: MemoryId) -> MemoryView:
+        """One memory in full: its whole content, data payload, hotwords, tags, scores and the
+        links to memories you can see. Use it when recall's snippet was truncated."""
+        return MemoryView.of(scoped.get(memory_id), scoped.links(memory_id))
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=True))
     def recall(
         query: Annotated[str, Field(description="What to look for, in natural language.")],
         filters: Annotated[
@@ -123,7 +148,9 @@ def register_tools(server: MCPServer[Any], scoped: ScopedMemento) -> None:
         limit: Annotated[int, Field(ge=1, le=MAX_RECALL_LIMIT)] = 10,
     ) -> RecallResult:
         """The memories that best match the query, best first, each with its score and the
-        reason it came back (relevance, recency, importance, usage and the matched words)."""
+        reason it came back (relevance, recency, importance, usage and the matched words).
+        Each shows a snippet of its content; ``truncated`` says when it was cut, and ``get``
+        returns the whole memory."""
         core_filter = filters.as_core_filter() if filters else None
         found = scoped.recall(query, limit=limit, filter=core_filter)
         return RecallResult(query=query, items=[RecallHit.of(r) for r in found])
@@ -154,14 +181,83 @@ def register_tools(server: MCPServer[Any], scoped: ScopedMemento) -> None:
         return Forgotten(memory_id=memory_id, hard=hard, restorable=not hard)
 
     @server.tool(annotations=ToolAnnotations(idempotent_hint=True, destructive_hint=False))
+    def restore(memory_id: MemoryId) -> Restored:
+        """Bring back one of your memories that forget hid (a soft forget); a hard forget
+        cannot be undone."""
+        item = scoped.restore(memory_id)
+        return Restored(memory_id=memory_id, restored=item.deleted_at is None)
+
+    @server.tool(annotations=ToolAnnotations(idempotent_hint=True, destructive_hint=False))
+    def update(
+        memory_id: MemoryId,
+        content: Annotated[
+            str | None,
+            Field(
+                description=f"New text (at most {MAX_CONTENT_CHARS} characters); embedded again."
+            ),
+        ] = None,
+        title: Annotated[str | None, Field(description="A new short label.")] = None,
+        data: Annotated[
+            dict[str, Any] | None, Field(description="A new key-value payload (JSON object).")
+        ] = None,
+        tags: Annotated[list[str] | None, Field(description="The new tags (replace).")] = None,
+        hotwords: Annotated[
+            list[str] | None, Field(description="The new hotword variants, in order (replace).")
+        ] = None,
+        importance: Annotated[float | None, Field(ge=0.0, le=1.0)] = None,
+        privacy_scope: Annotated[Privacy | None, Field(description="Who may see it.")] = None,
+        type: MemoryType | None = None,
+        expires_at: Annotated[
+            datetime | None, Field(description="When it expires (ISO 8601).")
+        ] = None,
+    ) -> MemoryView:
+        """Change one of your memories in place; fields left out keep their value. The id,
+        creation time, usage, links and provenance stay. Returns the memory as now stored."""
+        item = scoped.update(
+            memory_id,
+            content=content,
+            title=title,
+            data=data,
+            tags=tags,
+            hotwords=hotwords,
+            importance=importance,
+            privacy=privacy_scope,
+            type=type,
+            expires_at=expires_at,
+        )
+        return MemoryView.of(item, scoped.links(memory_id) if item.deleted_at is None else [])
+
+    @server.tool(annotations=ToolAnnotations(destructive_hint=False))
     def summarize_thread(
-        session_id: Annotated[str, Field(description="The chat session to summarise.")],
+        session_id: Annotated[
+            str | None,
+            Field(description="A chat session already stored, to summarise."),
+        ] = None,
+        messages: Annotated[
+            list[ChatTurn] | None,
+            Field(
+                description="Instead of session_id: recent messages of your conversation, "
+                "oldest first, kept as a new session (its id comes back) and summarised."
+            ),
+        ] = None,
     ) -> ThreadSummary:
-        """Summarise a whole chat session of yours into one episodic memory.
+        """Summarise a chat session of yours into one episodic memory. Pass ``messages`` to
+        summarise the conversation you are having (Memento keeps them as a new session's
+        history); pass ``session_id`` for a session already stored.
 
         Summarising an unchanged session again returns the same memory.
         """
-        memory_id = scoped.summarize_thread(session_id)
+        if messages and session_id is not None:
+            raise InvalidInput(
+                "messages start a new session: leave session_id out (the new id comes back)"
+            )
+        if messages:
+            session_id = f"mcp-{uuid4().hex}"
+            memory_id = scoped.summarize_messages(session_id, [m.model_dump() for m in messages])
+        elif session_id is not None:
+            memory_id = scoped.summarize_thread(session_id)
+        else:
+            raise InvalidInput("give a session_id, or messages to summarise")
         summary = scoped.get(memory_id).content
         return ThreadSummary(
             memory_id=memory_id, uri=memory_uri(memory_id), session_id=session_id, summary=summary

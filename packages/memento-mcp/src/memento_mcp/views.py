@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -19,6 +20,11 @@ def snippet(text: str, width: int = SNIPPET_CHARS) -> str:
     """The text on one line, cut at ``width`` characters with an ellipsis."""
     flat = " ".join(text.split())
     return flat if len(flat) <= width else flat[: width - 1].rstrip() + "…"
+
+
+def is_cut(text: str, width: int = SNIPPET_CHARS) -> bool:
+    """Whether ``snippet`` cuts ``text`` short."""
+    return len(" ".join(text.split())) > width
 
 
 class LinkView(BaseModel):
@@ -47,9 +53,12 @@ class MemoryView(BaseModel):
     type: str
     content: str
     title: str | None
+    data: dict[str, Any] | None = Field(description="The memory's key-value payload, if any.")
+    hotwords: list[str] = Field(description="Variants that trigger it in a stream, in order.")
     tags: list[str]
     importance: float
     pinned: bool
+    forgotten: bool = Field(description="Soft-deleted: hidden from recall until restored.")
     privacy: str
     source: str
     user_id: str | None
@@ -74,9 +83,12 @@ class MemoryView(BaseModel):
             type=item.type.value,
             content=item.content,
             title=item.title,
+            data=dict(item.data) if item.data is not None else None,
+            hotwords=list(item.hotwords),
             tags=list(item.tags),
             importance=item.importance,
             pinned=item.pinned,
+            forgotten=item.deleted_at is not None,
             privacy=item.privacy.value,
             source=item.source,
             user_id=item.scope.user_id,
@@ -98,7 +110,13 @@ class MemoryView(BaseModel):
 class RecallHit(BaseModel):
     id: str
     uri: str
-    snippet: str
+    snippet: str = Field(
+        description=f"The content on one line, cut at {SNIPPET_CHARS} characters (see truncated)."
+    )
+    truncated: bool = Field(
+        description="The snippet was cut: call get with the id for the whole memory."
+    )
+    content_chars: int = Field(description="Length of the whole content, in characters.")
     score: float
     recall_reason: str = Field(description="Why it came back: each weighted part of the score.")
     matched_terms: list[str]
@@ -114,6 +132,8 @@ class RecallHit(BaseModel):
             id=item.id,
             uri=memory_uri(item.id),
             snippet=snippet(item.content),
+            truncated=is_cut(item.content),
+            content_chars=len(item.content),
             score=round(found.score, 6),
             recall_reason=str(found.reason),
             matched_terms=list(found.reason.matched_terms),
@@ -148,8 +168,13 @@ class Forgotten(BaseModel):
 class ThreadSummary(BaseModel):
     memory_id: str
     uri: str
-    session_id: str
+    session_id: str = Field(description="The session summarised (new if messages were given).")
     summary: str
+
+
+class Restored(BaseModel):
+    memory_id: str
+    restored: bool
 
 
 class FeedbackView(BaseModel):
