@@ -42,7 +42,10 @@ class AutoGenDriver:
 
     def recall(self, query: str, *, user_id: str, limit: int) -> list[Hit]:
         found = asyncio.run(self._memory(user_id, k=limit).query(query))
-        return [Hit(r.metadata["id"], r.metadata["score"]) for r in found.results if r.metadata]
+        # The conformance suite compares ranking scores; ``score`` is the relevance.
+        return [
+            Hit(r.metadata["id"], r.metadata["rank_score"]) for r in found.results if r.metadata
+        ]
 
     def forget(self, memory_id: str, *, user_id: str) -> None:
         asyncio.run(self._memory(user_id).clear())
