@@ -179,29 +179,6 @@ def test_a_search_sees_one_users_items_and_exactly_those_the_filter_passes(
         f"k{n}" for n, value in enumerate(items_a)
         if reference({"text": f"note {n} {value}", **value}, value_filter or {})
     }  # fmt: skip
-    if {h.key for h in found} != expected:  # DEBUG
-        from memento_langgraph.namespaces import INDEXED_TAG, prefix_tag
-
-        tag = prefix_tag(ns_a)
-        hits = store.memento.recall(
-            query or "x",
-            scope=store.mapping.viewer(),
-            limit=50,
-            filter={"tags": [tag, INDEXED_TAG], "project_id": "langgraph"},
-        )
-        print(
-            "DEBUG",
-            query,
-            [(h.item.id, h.item.tags, h.item.expires_at, h.item.deleted_at) for h in hits],
-        )
-        print(
-            "DEBUG items",
-            [
-                (i.id, i.tags, i.expires_at, i.deleted_at, i.content)
-                for i in store.memento.items(scope=store.mapping.viewer())
-                if tag in i.tags
-            ],
-        )
     assert {h.key for h in found} == expected
     # Through core, as user b (not in the store's project): none of a's items.
     if query and put_ok_b:
