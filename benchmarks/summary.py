@@ -644,7 +644,8 @@ def gateway_targets(gateway: dict[str, Any] | None) -> list[dict[str, Any]]:
 
 COLD_CLI_TARGET_S = 3.0
 STORE_OPS_TARGET = 200.0
-FRESHNESS_BOUND_MS = 250.0
+FRESHNESS_TARGET_MS = 1000.0
+"""The engine issue's bound for another process's write (Memento documents 0.25 s)."""
 
 
 def engine_targets(results: Path) -> list[dict[str, Any]]:
@@ -683,13 +684,13 @@ def engine_targets(results: Path) -> list[dict[str, Any]]:
         worst_p95 = max(f["p95"] for f in sharing["freshness_ms"].values())
         found.append(
             {
-                "target": f"another process sees a write within {FRESHNESS_BOUND_MS:.0f} ms "
-                "plus its commit (p95)",
+                "target": f"another process's recall sees a write within "
+                f"{FRESHNESS_TARGET_MS / 1000:.0f} s (p95; documented bound 0.25 s)",
                 "value": "; ".join(
                     f"{mode} p50 {f['p50']} / p95 {f['p95']} ms"
                     for mode, f in sharing["freshness_ms"].items()
                 ),
-                "met": worst_p95 <= 2 * FRESHNESS_BOUND_MS,
+                "met": worst_p95 <= FRESHNESS_TARGET_MS,
                 "source": "sharing",
             }
         )
