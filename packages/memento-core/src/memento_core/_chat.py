@@ -720,9 +720,10 @@ def archive_idle_sessions(engine: Engine, *, now: datetime | None = None) -> lis
                 written.append(summary)
             if log.last_key <= log.marks["snap"]:
                 # Settled: later passes need not look at this session's marks again.
-                closed = [f"mark:{meta['writer']}:{session_id}" for meta in marks]
-                settled = [{**meta, "open": False} for meta in marks]
-                chats.collection.put(closed, [""] * len(closed), settled)
+                where = {"session": session_id, "kind": "mark", "open": True}
+                still = _query(chats.collection, where)  # as now stored: the reset moved marks
+                settled = [{**meta, "open": False} for _, meta, _ in still]
+                chats.collection.put([r[0] for r in still], [""] * len(still), settled)
     return written
 
 
