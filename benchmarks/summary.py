@@ -143,6 +143,20 @@ def locomo_rows(results: Path) -> list[Row]:
                     query_p95_ms=query.get("p95"),
                 )
             )
+    if (data := load(results, "chat_to_memory")) is not None:
+        for name, summary in data["retrievers"].items():
+            chat = name.startswith("chat")
+            rows.append(
+                Row(
+                    "Memento, chat path (archives)" if chat else "Memento, turn level (same run)",
+                    "core `chat` + `close`" if chat else "core `remember_many`",
+                    "chat_to_memory",
+                    True,
+                    *overall(summary),
+                    writes_per_s=data["paths"][name]["messages_per_s"],
+                    note="a memory counts for the evidence turns whose text it contains",
+                )
+            )
     if (data := load(results, "consolidation")) is not None and "locomo" in data:
         for key, label in (
             ("before_sleep", "Memento, before sleep"),
@@ -226,8 +240,20 @@ def targets(
     scale: dict[str, Any] | None,
     imports: dict[str, Any],
     hotwords: dict[str, Any] | None,
+    chat: dict[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     found: list[dict[str, Any]] = []
+    if chat is not None:
+        share, wanted = chat["chat_r5_share_of_turn_level"], chat["target_share"]
+        found.append(
+            {
+                "target": f"chat-path R@5 ≥ {wanted:.0%} of turn-level R@5 (LoCoMo)",
+                "value": f"{share:.1%}"
+                + (" (quick run: first conversation only)" if chat.get("quick") else ""),
+                "met": share >= wanted,
+                "source": "chat_to_memory",
+            }
+        )
     size = str(RECALL_TARGET_SIZE)
     step = (scale or {}).get("modes", {}).get("embedded", {}).get(size)
     if step is not None and scale is not None:
@@ -765,7 +791,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "command": " ".join(
             ["benchmarks/summary.py", *(argv if argv is not None else sys.argv[1:])]
         ),
-        "targets": targets(rows, scale, imports, hotwords)
+        "targets": targets(rows, scale, imports, hotwords, load(results, "chat_to_memory"))
         + gateway_targets(gateway)
         + engine_targets(results),
         "locomo": [asdict(r) for r in rows],

@@ -216,6 +216,8 @@ def test_erase_user_removes_every_trace_through_every_read_path(mem: Memento) ->
     chat.append(Message.user("My passport number is X1234567, please remember it."))
     chat.append(Message.assistant("Noted: your passport number is X1234567."))
     archive = chat.archive()
+    turns = {x.target_id for x in mem.links(archive)}  # the archive's memory of each turn
+    assert len(turns) == 2
     facts = mem.sleep(Scope(user_id="ann")).written
     assert facts
 
@@ -246,7 +248,7 @@ def test_erase_user_removes_every_trace_through_every_read_path(mem: Memento) ->
     events = CoreDriver(mem).hotword_events(stream, connection_id="before")
     assert [e["hotword_uid"] for e in events] == [secret]
 
-    owned = {secret, *episodes, deleted, archive, *facts}
+    owned = {secret, *episodes, deleted, archive, *turns, *facts}
     report = mem.erase_user("ann")
 
     assert set(report.memories) == owned

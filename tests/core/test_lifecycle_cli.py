@@ -185,7 +185,9 @@ def test_worker_once_runs_one_pass_and_reports_it(
     code, out, _ = run(capsys, "worker", *where, "--once")
     assert code == 0
     (line,) = out.strip().splitlines()
-    assert line.endswith("purged 1, review cards 0, users slept 1, facts written 1"), line
+    assert line.endswith(
+        "purged 1, review cards 0, chats archived 0, users slept 1, facts written 1"
+    ), line
     with pytest.raises(MemoryNotFound):
         mem.get(expired, include_deleted=True)
     assert_one_line_error(run(capsys, "worker", *where, "--interval", "-5"), "interval")

@@ -245,15 +245,15 @@ def test_recency_fades_by_memory_type(mem: Memento) -> None:
     assert results[fact].reason.recency > 0.9 > 0.1 > results[chat].reason.recency
 
 
-def test_recall_counts_a_use_of_each_result(mem: Memento) -> None:
+def test_recall_notes_an_access_of_each_result_but_not_a_use(mem: Memento) -> None:
     hit = mem.remember("The wifi password is on the fridge", scope=ANN)
     miss = mem.remember("The cat's vet appointment is on Monday", scope=ANN)
     before = datetime.now(timezone.utc)
     assert ids(mem.recall("wifi password", scope=ANN, limit=1)) == [hit]
     assert ids(mem.recall("wifi password", scope=ANN, limit=1)) == [hit]
-    used = mem.get(hit)
-    assert used.access_count == 2
-    assert used.last_accessed_at is not None and used.last_accessed_at >= before
+    accessed = mem.get(hit)
+    assert accessed.access_count == 0  # a use is an injection, feedback or review
+    assert accessed.last_accessed_at is not None and accessed.last_accessed_at >= before
     assert mem.get(miss).access_count == 0
     assert mem.get(miss).last_accessed_at is None
 
@@ -262,7 +262,9 @@ def test_recall_can_leave_usage_alone(store_factory: StoreFactory) -> None:
     with store_factory.open(track_usage=False) as store:
         memory_id = store.remember("Read-only recall", scope=ANN)
         assert ids(store.recall("read-only recall", scope=ANN)) == [memory_id]
-        assert store.get(memory_id).access_count == 0
+        store.memory_injection("read-only recall", scope=ANN)
+        untouched = store.get(memory_id)
+        assert untouched.access_count == 0 and untouched.last_accessed_at is None
 
 
 def test_helpful_feedback_raises_usage(mem: Memento) -> None:

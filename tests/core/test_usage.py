@@ -1,4 +1,5 @@
-"""Usage counting: recall notes its uses, ranks by them at once, and writes them while idle."""
+"""Usage counting: injection notes uses and recall notes accesses; ranking sees noted uses at
+once; they are written while recall is idle."""
 
 from __future__ import annotations
 
@@ -18,14 +19,40 @@ ANN = Scope(user_id="ann", project_id="apollo")
 USAGE_ONLY = {"relevance": 0.0, "recency": 0.0, "importance": 0.0, "usage": 1.0, "context": 0.0}
 
 
-def test_a_use_counts_in_the_next_recall_before_it_is_written(mem: Memento) -> None:
+def test_an_injected_memory_counts_as_used_in_the_next_recall_before_it_is_written(
+    mem: Memento,
+) -> None:
     used = mem.remember("The wifi password is on the fridge", scope=ANN)
-    first = mem.recall("wifi password", scope=ANN, limit=1)
-    assert [r.item.id for r in first] == [used] and first[0].reason.usage == 0.0
-    again = mem.recall("wifi password", scope=ANN, limit=1, weights=USAGE_ONLY)
-    assert again[0].item.access_count == 1
-    assert again[0].reason.usage > 0.0
-    assert mem.get(used).access_count == 2  # get writes the noted uses first
+    other = mem.remember("The wifi router is in the hall", scope=ANN)
+    injection = mem.memory_injection("wifi password", scope=ANN, limit=1)
+    assert [i.id for i in injection.items] == [used]
+    again = mem.recall("wifi", scope=ANN, limit=2, weights=USAGE_ONLY)
+    counts = {r.item.id: r.item.access_count for r in again}
+    assert counts == {used: 1, other: 0}  # only what went into the prompt was used
+    assert again[0].item.id == used and again[0].reason.usage > 0.0
+    assert mem.get(used).access_count == 1  # get writes the noted uses first
+    assert mem.get(other).last_accessed_at is not None  # recalled (by the injection): accessed
+
+
+def test_recall_alone_does_not_make_a_memory_win_the_next_recall(mem: Memento) -> None:
+    first = mem.remember("Standup is at 9:30 in room Aurora", scope=ANN)
+    second = mem.remember("Standup is at 9:30 in room Borealis", scope=ANN)
+    for _ in range(5):
+        results = mem.recall("standup room", scope=ANN, limit=1)
+    recalled = results[0].item.id
+    assert results[0].reason.usage == 0.0
+    stored = {memory_id: mem.get(memory_id) for memory_id in (first, second)}
+    assert stored[recalled].access_count == 0 and stored[recalled].last_accessed_at is not None
+    both = mem.recall("standup room", scope=ANN, limit=2, weights=USAGE_ONLY)
+    assert [r.reason.usage for r in both] == [0.0, 0.0]
+
+
+def test_feedback_and_review_count_as_uses(mem: Memento) -> None:
+    memory_id = mem.remember("Invoices go to billing@example.com", scope=ANN)
+    mem.feedback(memory_id, "used")
+    mem.review(memory_id, 4)
+    [found] = mem.recall("invoices", scope=ANN, limit=1, weights=USAGE_ONLY)
+    assert found.reason.usage > 0.0
 
 
 @pytest.mark.server
@@ -36,7 +63,7 @@ def test_uses_are_written_once_recall_is_idle(chroma_server: str, embedder: Embe
     prefix = f"usage{uuid4().hex[:12]}"
     with open_store() as writer, open_store() as reader:
         used = writer.remember("Deploys go out every Tuesday", scope=ANN)
-        writer.recall("when do deploys go out", scope=ANN, limit=1)
+        writer.memory_injection("when do deploys go out", scope=ANN, limit=1)
         deadline = time.monotonic() + 10
         while reader.get(used).access_count == 0 and time.monotonic() < deadline:
             time.sleep(0.1)

@@ -17,8 +17,13 @@ Rules the window keeps: a token window counts the system message and stays withi
 message window holds at most N messages besides the system one. The oldest message leaves first
 and takes its tool results with it. A message that cannot fit even alone (with the system
 message, and with the tool call it answers) is refused with ``MessageTooLarge``; nothing is
-stored. ``ttl`` after the last message the window expires (a reset, history kept). Evicted
-messages are summarised into episodic memory in chunks (``WindowPolicy.snapshot_on_overflow``).
+stored. ``ttl`` after the last message the window expires (a reset, history kept).
+
+Long-term memory: evicted messages are archived into episodic memory in chunks
+(``WindowPolicy.snapshot_on_overflow``), and when a window ends (expired, reset, closed) what
+is not archived yet is archived (``archive_on_end``; the worker does it for sessions nobody
+touches again, ``archive_idle_sessions``). Archives are lossless: a memory per turn plus a
+summary (``archive_messages``). The archive mark says how far a session is archived.
 
 The ``ChatMemory`` objects of one session in one process share its state; on a Chroma server
 each call first picks up what other processes wrote. Open an embedded store once per process.
@@ -36,16 +41,25 @@ import time
 import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from memento_core import _writing
 from memento_core._drafts import MemoryDraft
 from memento_core._engine import Engine
 from memento_core._messages import Message, Role, as_message
-from memento_core._model import Scope, check_scope_value, utcnow
-from memento_core._storage import SideRecords, from_micros
-from memento_core._summarize import ExtractiveSummarizer, Summarizer
+from memento_core._model import (
+    MAX_CONTENT_CHARS,
+    Link,
+    LinkType,
+    MemoryType,
+    Scope,
+    as_utc,
+    check_scope_value,
+    utcnow,
+)
+from memento_core._storage import SideRecords, from_micros, to_micros
+from memento_core._summarize import ExtractiveSummarizer, Summarizer, is_filler, message_text
 from memento_core._tokens import TokenCounter, count_message, default_counter
 from memento_core._twins import async_twin
 from memento_core.errors import InvalidInput, InvalidScope
@@ -63,6 +77,8 @@ __all__ = [
     "FromSession",
     "MessageTooLarge",
     "WindowPolicy",
+    "archive_idle_sessions",
+    "archive_messages",
     "erase_user_messages",
     "history",
     "summarize_thread",
@@ -70,6 +86,8 @@ __all__ = [
 
 DEFAULT_TTL = timedelta(hours=48)
 DEFAULT_MAX_TOKENS = 4_096
+MAX_WINDOW = 10**9
+"""A message window that never fills (the worker's view of a session it archives)."""
 LOOKBACK_MICROS = 30_000_000
 """How far back a server sync looks for other writers' records: a write taking longer than
 this to land shows in this process's windows only after a reopen (history always has it)."""
@@ -88,10 +106,14 @@ class MessageTooLarge(InvalidInput):
 class WindowPolicy:
     """How much a chat window holds, and what happens to what leaves it.
 
-    ``max_tokens`` counts the system message; ``max_messages`` does not. Neither given means
-    a 4,096-token window. With ``snapshot_on_overflow``, evicted messages are summarised into an
-    episodic memory once ``snapshot_chunk`` of them have gathered (tokens for a token window,
-    else messages; default a quarter of the window). ``ttl=None`` never expires the window.
+    ``max_tokens`` counts the system message; ``max_messages`` does not, unless
+    ``count_system`` (LangChain4j's ``MessageWindowChatMemory`` counts it: ``max_messages=10``
+    then holds the system message and 9 others). Neither given means a 4,096-token window.
+    With ``snapshot_on_overflow``, evicted messages are archived into episodic memory once
+    ``snapshot_chunk`` of them have gathered (tokens for a token window, else messages; default
+    a quarter of the window). ``ttl=None`` never expires the window. With ``archive_on_end``,
+    a window that expires, is reset or is closed first archives what is not archived yet
+    (see ``archive_messages``).
     """
 
     max_messages: int | None = None
@@ -99,6 +121,8 @@ class WindowPolicy:
     snapshot_on_overflow: bool = True
     snapshot_chunk: int | None = None
     ttl: timedelta | None = DEFAULT_TTL
+    count_system: bool = False
+    archive_on_end: bool = True
 
     def __post_init__(self) -> None:
         for name in ("max_messages", "max_tokens", "snapshot_chunk"):
@@ -107,6 +131,8 @@ class WindowPolicy:
                 isinstance(value, bool) or not isinstance(value, int) or value < 1
             ):
                 raise InvalidInput(f"{name} must be a whole number ≥ 1, got {value!r}")
+        if self.count_system and self.max_messages is None:
+            raise InvalidInput("count_system applies to a message window: give max_messages")
         if self.max_messages is None and self.max_tokens is None:
             object.__setattr__(self, "max_tokens", DEFAULT_MAX_TOKENS)
         if self.ttl is not None and (
@@ -147,6 +173,7 @@ class _Log:
         self.marks = dict(_NO_MARKS)
         self.seen_ts = 0
         self.last_ts = 0
+        self.last_key = ""
         self.pending: list[Message] | None = None
 
 
@@ -268,8 +295,10 @@ class ChatMemory:
         return history(self._engine, self.session_id)
 
     def reset(self, *, purge: bool = False) -> None:
-        """Empty the window, system message included; history is kept. ``purge`` deletes the
-        session's messages from the store for good (episodic archives made of them remain)."""
+        """Empty the window, system message included; history is kept, and what was not archived
+        yet is archived first (``WindowPolicy.archive_on_end``). ``purge`` deletes the
+        session's messages from the store for good, unarchived (episodic archives made of them
+        earlier remain)."""
         log = self._log
         with log.lock:
             if not purge:
@@ -281,9 +310,24 @@ class ChatMemory:
             log.loaded = True
 
     def archive(self, summarizer: Summarizer | None = None) -> str:
-        """Summarise the whole session into an episodic memory (see ``summarize_thread``)."""
+        """Archive the whole session into episodic memory and return its summary's id (see
+        ``summarize_thread``); the window stays as it is."""
         chosen = summarizer or self.summarizer
-        return summarize_thread(self._engine, self.session_id, summarizer=chosen, scope=self.scope)
+        with self._log.lock:
+            self._ready()
+            summary, last = _archive_session(self._engine, self.session_id, chosen, self.scope)
+            if last > self._log.marks["snap"]:
+                self._write([], {"snap": last})
+                self._log.pending = []
+            return summary
+
+    def close(self) -> str | None:
+        """The session is over: archive what is not archived yet (with ``archive_on_end``)
+        and empty the window. Returns the new archive's summary id, if one was written.
+        History is kept; appending again starts a new window."""
+        with self._log.lock:
+            self._catch_up()
+            return self._reset()
 
     aappend = async_twin(append)
     aextend = async_twin(extend)
@@ -293,6 +337,7 @@ class ChatMemory:
     ahistory = async_twin(history)
     areset = async_twin(reset)
     aarchive = async_twin(archive)
+    aclose = async_twin(close)
 
     # ------------------------------------------------------------------ window
 
@@ -304,7 +349,7 @@ class ChatMemory:
 
     def _over(self, tail: list[Message], system: Message | None) -> bool:
         visible = _visible(tail)
-        if self.policy.max_messages is not None and len(visible) > self.policy.max_messages:
+        if self.policy.max_messages is not None and len(visible) > self._room(system):
             return True
         if self.policy.max_tokens is None:
             return False
@@ -329,7 +374,9 @@ class ChatMemory:
         fresh: list[Message] = []
         for message in incoming:
             key, ts = self._chats.next_key(log.seen_ts)
-            message = dataclasses.replace(message, id=key, created_at=from_micros(ts))
+            # A caller's created_at (imported history) is when it was said; else it is now.
+            said = as_utc(message.created_at, "created_at") if message.created_at else None
+            message = dataclasses.replace(message, id=key, created_at=said or from_micros(ts))
             unit = [message]
             if message.role is Role.SYSTEM:
                 if system is not None and message == system:
@@ -355,14 +402,23 @@ class ChatMemory:
             self._costs = {key: cost for key, cost in self._costs.items() if key in live}
         return result
 
+    def _room(self, system: Message | None) -> int:
+        """How many messages besides the system one a message window holds."""
+        room = self.policy.max_messages or 0
+        return room - 1 if self.policy.count_system and system is not None else room
+
     def _too_large(self, unit: list[Message], system: Message | None) -> MessageTooLarge:
         message, policy = unit[-1], self.policy
-        if policy.max_messages is not None and len(unit) > policy.max_messages:
+        if policy.max_messages is not None and len(unit) > self._room(system):
+            beside = (
+                " beside the system message" if self._room(system) < policy.max_messages else ""
+            )
+            what = "this tool result and the call it answers make" if len(unit) > 1 else "a"
             return MessageTooLarge(
-                f"this tool result and the call it answers make {len(unit)} messages; the "
-                f"window holds {policy.max_messages}",
+                f"{what} {len(unit)} message{'s' if len(unit) > 1 else ''}; the window holds "
+                f"{self._room(system)}{beside}",
                 size=len(unit),
-                budget=policy.max_messages,
+                budget=self._room(system),
             )
         size = sum(self._cost(m) for m in unit)
         budget = policy.max_tokens or 0
@@ -376,12 +432,36 @@ class ChatMemory:
             budget=budget,
         )
 
-    def _reset(self) -> None:
+    def _reset(self) -> str | None:
+        """End the window: archive what is not archived yet (``archive_on_end``; else only the
+        overflow waiting for a snapshot), then empty it. Returns the archive's summary id."""
         log = self._log
-        self._overflow([], force=True)
+        summary = None
+        if self.policy.archive_on_end:
+            summary = self._archive_rest("end")
+        else:
+            self._overflow([], force=True)
         marker, _ = self._chats.next_key(log.seen_ts)  # after every record seen so far
         self._write([], {"start": marker, "floor": marker, "snap": marker})
         log.tail, log.system, log.pending = [], None, []
+        return summary
+
+    def _archive_rest(self, reason: str) -> str | None:
+        """Archive every message after the archive mark; the mark moves past them."""
+        log = self._log
+        rest = self._read_range(log.marks["snap"], "~")
+        if not rest:
+            self._write([], {"snap": log.last_key})  # only system messages: nothing to keep
+            return None
+        try:
+            summary: str | None = archive_messages(
+                self._engine, self.summarizer, rest, self.scope, reason=reason
+            )
+        except InvalidInput:  # nothing with text: bare tool calls, empty results
+            summary = None
+        self._write([], {"snap": rest[-1].id or ""})
+        log.pending = []
+        return summary
 
     def _overflow(
         self, evicted: list[Message], *, force: bool = False
@@ -403,9 +483,9 @@ class ChatMemory:
             size = sum(self._cost(m) for m in pending)
         if not pending or (size < self.policy.chunk and not force):
             return log.marks["snap"], pending
-        # InvalidInput: the evicted messages hold no text (bare tool calls, empty results).
+        # InvalidInput: the evicted messages hold no text (empty tool results).
         with contextlib.suppress(InvalidInput):
-            _archive(self._engine, self.summarizer, pending, self.scope, reason="overflow")
+            archive_messages(self._engine, self.summarizer, pending, self.scope, reason="overflow")
         return pending[-1].id or "", []
 
     # ----------------------------------------------------------------- storage
@@ -413,19 +493,29 @@ class ChatMemory:
     def _ready(self) -> None:
         """Load the session once, catch up with other writers, expire it, keep it in policy."""
         log = self._log
-        if not log.loaded:
-            self._load()
-        elif self._chats.shared:
-            self._sync()
-        if self.policy.ttl is not None and (log.tail or log.system):
-            idle = utcnow() - (from_micros(log.last_ts) or utcnow())
-            if idle > self.policy.ttl:
-                self._reset()
+        self._expire(utcnow())
         tail, evicted = self._fit(log.tail, log.system)
         if evicted:
             snap, pending = self._overflow(evicted)
             self._write([], {"start": _start(tail, evicted, log.marks["start"]), "snap": snap})
             log.tail, log.pending = tail, pending
+
+    def _expire(self, now: datetime) -> str | None:
+        """Load or sync the session, and end its window if it has been idle past the ttl."""
+        log = self._log
+        self._catch_up()
+        if self.policy.ttl is not None and (log.tail or log.system):
+            idle = now - (from_micros(log.last_ts) or now)
+            if idle > self.policy.ttl:
+                return self._reset()
+        return None
+
+    def _catch_up(self) -> None:
+        """Load the session once; on a server, pick up what other writers recorded since."""
+        if not self._log.loaded:
+            self._load()
+        elif self._chats.shared:
+            self._sync()
 
     def _load(self) -> None:
         log, sid, col = self._log, self.session_id, self._chats.collection
@@ -479,6 +569,7 @@ class ChatMemory:
                 continue
             log.seen_ts = max(log.seen_ts, int(meta["ts"]))
             log.last_ts = max(log.last_ts, int(meta["ts"]))
+            log.last_key = max(log.last_key, record_id)
             message = _decode(record_id, meta, document)
             if message.role is not Role.SYSTEM:
                 bisect.insort(log.tail, message, key=lambda m: m.id or "")
@@ -501,19 +592,35 @@ class ChatMemory:
         documents = [m.content for m in messages]
         metadatas = [{**base, **_encode(m, self.scope)} for m in messages]
         moved = {name: max(log.marks[name], marks.get(name, "")) for name in log.marks}
-        if moved != log.marks:
+        if moved != log.marks or messages:
             _, ts = chats.next_key(log.seen_ts)
+            last = max([log.last_key, *ids])
+            ttl = self.policy.ttl.total_seconds() if self.policy.ttl is not None else 0.0
             ids.append(f"mark:{chats.writer}:{self.session_id}")
             documents.append("")
-            metadatas.append({**base, "kind": "mark", "ts": ts, **moved})
+            # What the worker needs to archive a session nobody touches again (see
+            # ``archive_idle_sessions``): its last message, ttl, owner, and whether it is open.
+            metadatas.append(
+                {
+                    **base,
+                    **_scope_fields(self.scope),
+                    "kind": "mark",
+                    "ts": ts,
+                    **moved,
+                    "last": last,
+                    "ttl": ttl,
+                    "open": self.policy.archive_on_end and bool(ttl) and last > moved["snap"],
+                }
+            )
         if not ids:
             return
         chats.collection.put(ids, documents, metadatas)
         log.marks = moved
-        for meta in metadatas:
+        for record_id, meta in zip(ids, metadatas):
             log.seen_ts = max(log.seen_ts, meta["ts"])
             if meta["kind"] == "message":
                 log.last_ts = max(log.last_ts, meta["ts"])
+                log.last_key = max(log.last_key, record_id)
 
 
 def history(engine: Engine, session_id: str) -> list[Message]:
@@ -526,16 +633,19 @@ def history(engine: Engine, session_id: str) -> list[Message]:
 def erase_user_messages(engine: Engine, user_id: str) -> int:
     """Delete every chat message written in ``user_id``'s scope; returns how many.
 
-    For ``Memento.erase_user``. The sessions' window marks stay: they hold no content.
+    For ``Memento.erase_user``. The sessions' window marks written in that scope go too (they
+    name the user); the episodic archives are the user's memories and go with them.
     """
     chats = _chats(engine)
     found = _query(chats.collection, {"user_id": user_id, "kind": "message"})
-    chats.collection.delete(ids=[record[0] for record in found])
-    for session_id in {meta["session"] for _, meta, _ in found}:
+    marks = _query(chats.collection, {"user_id": user_id, "kind": "mark"})
+    chats.collection.delete(ids=[record[0] for record in [*found, *marks]])
+    for session_id in {meta["session"] for _, meta, _ in [*found, *marks]}:
         log = chats.sessions.get(session_id)
         if log is not None:
             with log.lock:  # forget what this process held; the next call reloads
                 log.loaded, log.tail, log.system, log.pending = False, [], None, None
+                log.marks, log.last_key = dict(_NO_MARKS), ""
     return len(found)
 
 
@@ -546,14 +656,22 @@ def summarize_thread(
     summarizer: Summarizer | None = None,
     scope: Scope | None = None,
 ) -> str:
-    """Write an episodic memory summarising the whole session; returns its id.
+    """Archive the whole session into episodic memory (``archive_messages``); returns the id
+    of its summary.
 
-    ``origin_trace`` names the session and every message summarised. The default summarizer
-    is deterministic, so archiving an unchanged session again returns the same memory.
-    ``scope`` defaults to the scope the session's messages were written with; a scope with a
-    user may only archive a session all of whose messages were written by that user (any
-    other is answered as if it were empty, so a session id leaks nothing).
+    Archiving an unchanged session again writes nothing and returns the same id (with the
+    default, deterministic summarizer). ``scope`` defaults to the scope the session's messages
+    were written with; a scope with a user may only archive a session all of whose messages
+    were written by that user (any other is answered as if it were empty, so a session id
+    leaks nothing).
     """
+    return _archive_session(engine, session_id, summarizer or ExtractiveSummarizer(), scope)[0]
+
+
+def _archive_session(
+    engine: Engine, session_id: str, summarizer: Summarizer, scope: Scope | None
+) -> tuple[str, str]:
+    """``summarize_thread``, also returning the key of the last message archived."""
     _check_session(session_id)
     records = _query(_chats(engine).collection, {"session": session_id, "kind": "message"})
     messages = [m for m in (_decode(*r) for r in records) if m.role is not Role.SYSTEM]
@@ -561,37 +679,160 @@ def summarize_thread(
     if not messages or (owner and any(meta["user_id"] != owner for _, meta, _ in records)):
         raise InvalidInput(f"session {session_id!r} has no messages to summarise")
     if scope is None:
-        meta = records[-1][1]
-        scope = Scope(
-            user_id=meta["user_id"] or None,
-            agent_id=meta["agent_id"] or None,
-            project_id=meta["project_id"] or None,
+        scope = _scope_of(records[-1][1])
+    summary = archive_messages(
+        engine, summarizer, messages, scope.with_session(session_id), reason="thread"
+    )
+    return summary, records[-1][0]
+
+
+def archive_idle_sessions(engine: Engine, *, now: datetime | None = None) -> list[str]:
+    """Archive the unarchived messages of every chat session idle past its window's ttl and
+    end its window, as the next call on it would; returns the summary ids written.
+
+    For the maintenance worker: a session nobody touches again still reaches episodic memory.
+    Sessions whose window never expires (``ttl=None``) or that do not archive on end
+    (``archive_on_end=False``) are left alone.
+    """
+    moment = as_utc(now, "now") if now else utcnow()
+    chats = _chats(engine)
+    sessions: dict[str, list[Mapping[str, Any]]] = {}
+    for _, meta, _ in _query(chats.collection, {"kind": "mark", "open": True}):
+        sessions.setdefault(str(meta["session"]), []).append(meta)
+    written: list[str] = []
+    for session_id, marks in sorted(sessions.items()):
+        latest = max(marks, key=lambda meta: int(meta["ts"]))
+        last = max(str(meta["last"]) for meta in marks)
+        ttl = timedelta(seconds=float(latest["ttl"]))
+        idle = moment - (from_micros(_ts(last)) or moment)
+        if not latest["ttl"] or idle <= ttl:
+            continue
+        memory = ChatMemory(
+            engine,
+            session_id,
+            scope=_scope_of(latest),
+            policy=WindowPolicy(max_messages=MAX_WINDOW, ttl=ttl),
         )
-    chosen = summarizer or ExtractiveSummarizer()
-    return _archive(engine, chosen, messages, scope.with_session(session_id), reason="thread")
+        log = memory._log
+        with log.lock:  # decided again under the lock: someone may have written since
+            summary = memory._expire(moment)
+            if summary is not None:
+                written.append(summary)
+            if log.last_key <= log.marks["snap"]:
+                # Settled: later passes need not look at this session's marks again.
+                where = {"session": session_id, "kind": "mark", "open": True}
+                still = _query(chats.collection, where)  # as now stored: the reset moved marks
+                settled = [{**meta, "open": False} for _, meta, _ in still]
+                chats.collection.put([r[0] for r in still], [""] * len(still), settled)
+    return written
 
 
-def _archive(
+TURN_TAG = "chat-turn"
+"""The tag of a memory holding one archived chat turn (with any filler folded into it)."""
+
+
+def archive_messages(
     engine: Engine, summarizer: Summarizer, messages: list[Message], scope: Scope, *, reason: str
 ) -> str:
-    """Remember a summary of ``messages``, headed by when they were said (so two stretches of
-    a chat with the same gist stay two memories); returns the memory id."""
+    """Remember ``messages`` losslessly as episodic memories; returns the summary's id.
+
+    Each message with content becomes a memory of its own (tag ``chat-turn``), its text headed
+    by when it was said and who said it, ``created_at`` its time, in the session's timeline in
+    order; pure filler ("ok", "thanks", greetings) is folded into the turn before it rather than
+    stored alone. Then one summary memory (tag ``chat-archive`` or ``chat-overflow``) is linked
+    ``derived_from`` each of them, for browsing and injection. Ids are derived from content and
+    scope, so archiving the same messages again writes nothing new.
+    """
     sid = scope.session_id
+    groups = _turn_groups(messages)
+    turns = [
+        MemoryDraft(
+            content=text,
+            scope=scope,
+            type=MemoryType.EPISODIC,
+            source="chat",
+            tags=[TURN_TAG],
+            created_at=group[0].created_at,
+            origin_trace={
+                "session_id": sid,
+                "reason": reason,
+                "messages": [m.id for m in group],
+            },
+        )
+        for group in groups
+        for text in _turn_texts(group)
+    ]
     first, last = messages[0].created_at, messages[-1].created_at
     start, end = f"{first:%Y-%m-%d %H:%M:%S}", f"{last:%Y-%m-%d %H:%M:%S}"
     span = start if start == end else f"{start} to {end[11:] if end[:10] == start[:10] else end}"
     count = f"{len(messages)} message{'s' if len(messages) > 1 else ''}"
-    draft = MemoryDraft(
-        f"Chat {sid}, {span} UTC, {count}:\n{summarizer.summarize(messages)}",
+    summary = MemoryDraft(
+        content=f"Chat {sid}, {span} UTC, {count}:\n{summarizer.summarize(messages)}",
         scope=scope,
-        type="episodic",
-        title=f"Chat session {sid}" if reason == "thread" else f"Earlier in chat session {sid}",
+        type=MemoryType.EPISODIC,
+        title=_TITLES[reason].format(sid=sid),
         source="chat",
-        tags=["chat-archive" if reason == "thread" else "chat-overflow"],
+        tags=["chat-overflow" if reason == "overflow" else "chat-archive"],
         created_at=last,
         origin_trace={"session_id": sid, "reason": reason, "messages": [m.id for m in messages]},
     )
-    return _writing.remember_many(engine, [draft])[0]
+    # Two writes, turns first (the timeline's order): embedded together, every short turn
+    # would be padded to the summary's length, several times the encoding work.
+    turn_ids = _writing.remember_many(engine, turns)
+    summary_id = _writing.remember_many(engine, [summary])[0]
+    links = [
+        Link(summary_id, LinkType.DERIVED_FROM, turn_id)
+        for turn_id in dict.fromkeys(turn_ids)
+        if turn_id != summary_id
+    ]
+    with engine.store.lock:
+        engine.store.add_links(links)  # those stored already keep their time
+    return summary_id
+
+
+_TITLES = {
+    "thread": "Chat session {sid}",
+    "overflow": "Earlier in chat session {sid}",
+    "end": "End of chat session {sid}",
+}
+
+
+def _turn_groups(messages: Sequence[Message]) -> list[list[Message]]:
+    """Each message with content, with the filler said right after it (or, at the very start,
+    right before it); a stretch of nothing but filler stays one group, so nothing is lost."""
+    groups: list[list[Message]] = []
+    leading: list[Message] = []
+    for message in messages:
+        text = message_text(message)
+        if not text.strip():
+            continue  # an empty tool result says nothing
+        if is_filler(text):
+            (groups[-1] if groups else leading).append(message)
+            continue
+        groups.append([*leading, message])
+        leading = []
+    if leading:
+        groups.append(leading)
+    return groups
+
+
+def _turn_texts(group: Sequence[Message]) -> list[str]:
+    """The group as text, ``[when] speaker: text`` per message, in pieces a memory can hold."""
+    lines = []
+    for message in group:
+        speaker = message.name or message.role.value
+        lines.append(f"[{_when(message.created_at)}] {speaker}: {message_text(message)}")
+    text = "\n".join(lines)
+    if len(text) <= MAX_CONTENT_CHARS:
+        return [text]
+    return [text[n : n + MAX_CONTENT_CHARS] for n in range(0, len(text), MAX_CONTENT_CHARS)]
+
+
+def _when(moment: datetime | None) -> str:
+    """``8 May 2023, 13:56``: words a question about a date will share ("May", "2023")."""
+    if moment is None:
+        return "unknown time"
+    return f"{moment.day} {moment:%B %Y, %H:%M}"
 
 
 def _check_session(session_id: object) -> None:
@@ -643,17 +884,33 @@ def _encode(message: Message, scope: Scope) -> dict[str, Any]:
     return {
         "kind": "message",
         "ts": _ts(message.id or ""),
+        "at": to_micros(message.created_at),
         "role": message.role.value,
-        "user_id": scope.user_id or "",
-        "agent_id": scope.agent_id or "",
-        "project_id": scope.project_id or "",
+        **_scope_fields(scope),
         "doc": json.dumps(form, ensure_ascii=False),
     }
 
 
 def _decode(record_id: str, meta: Mapping[str, Any], document: str) -> Message:
     message = Message.from_openai({**json.loads(meta["doc"]), "content": document})
-    return dataclasses.replace(message, id=record_id, created_at=from_micros(int(meta["ts"])))
+    said = from_micros(int(meta.get("at") or meta["ts"]))
+    return dataclasses.replace(message, id=record_id, created_at=said)
+
+
+def _scope_fields(scope: Scope) -> dict[str, str]:
+    return {
+        "user_id": scope.user_id or "",
+        "agent_id": scope.agent_id or "",
+        "project_id": scope.project_id or "",
+    }
+
+
+def _scope_of(meta: Mapping[str, Any]) -> Scope:
+    return Scope(
+        user_id=meta["user_id"] or None,
+        agent_id=meta["agent_id"] or None,
+        project_id=meta["project_id"] or None,
+    )
 
 
 def _query(

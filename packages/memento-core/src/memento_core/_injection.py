@@ -1,11 +1,12 @@
 """Memory injection: the memories relevant to a query, packed into a token budget.
 
 ``memory_injection`` recalls the best memories for a query and writes them, best first, as the
-text of one system message. Memories go in whole while they fit; the first that does not is
-compressed — its sentences that share the most words with the query, in their original order,
-cut at a word boundary if one sentence is still too long — and packing stops there. The budget
-is measured on the whole system message (text plus ``MESSAGE_OVERHEAD``) with the same token
-counter the chat window uses, and it is checked on the final text, so it is never exceeded.
+text of one system message; each memory injected counts as a use (ranking's usage signal).
+Memories go in whole while they fit; the first that does not is compressed — its sentences that
+share the most words with the query, in their original order, cut at a word boundary if one
+sentence is still too long — and packing stops there. The budget is measured on the whole
+system message (text plus ``MESSAGE_OVERHEAD``) with the same token counter the chat window
+uses, and it is checked on the final text, so it is never exceeded.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from memento_core._candidate_index import tokenize
 from memento_core._filters import RecallFilter
 from memento_core._messages import Message
-from memento_core._model import MemoryItem, MemoryType, Scope
+from memento_core._model import MemoryItem, MemoryType, Scope, utcnow
 from memento_core._retrieval import recall
 from memento_core._tokens import TokenCounter, count_message, default_counter
 from memento_core.errors import InvalidInput
@@ -89,6 +90,7 @@ def memory_injection(
         min_relevance=0.0,
         now=None,
     )
+    moment = utcnow()
     lines = [HEADER]
     items: list[InjectedMemory] = []
     for found in recalled if size(lines) <= token_budget else []:
@@ -114,6 +116,9 @@ def memory_injection(
         items.pop()
     if not items:
         return Injection("", (), 0, token_budget)
+    if engine.track_usage:  # what goes into a prompt is used; what was only recalled is not
+        injected = {i.id for i in items}
+        engine.usage.record([r.item for r in recalled if r.item.id in injected], moment)
     text = "\n".join(lines)
     return Injection(text, tuple(items), size(lines), token_budget)
 

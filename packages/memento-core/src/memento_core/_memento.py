@@ -519,7 +519,8 @@ class Memento:
         filter: RecallFilter | Mapping[str, Any] | None = None,
     ) -> Injection:
         """The best memories for ``query`` packed into ``token_budget`` tokens, as the text of a
-        system message and as items (see ``memento_core._injection``)."""
+        system message and as items (see ``memento_core._injection``). Each memory injected
+        counts as a use (``access_count``; ranking's usage signal) unless ``track_usage`` is off."""
         return inject(
             self._engine,
             query,
@@ -628,7 +629,8 @@ class Memento:
         self, *, grace: timedelta = DEFAULT_GRACE, now: datetime | None = None
     ) -> MaintenanceReport:
         """One maintenance pass: purge what is past its grace period, give due review cards,
-        and consolidate every user's new episodes (what ``memento worker`` runs)."""
+        archive the chat sessions left idle past their window's ttl, and consolidate every
+        user's new episodes (what ``memento worker`` runs)."""
         return worker.run_maintenance(self._engine, grace=grace, now=now)
 
     def run_worker(

@@ -153,12 +153,18 @@ class Message:
 
     @classmethod
     def from_openai(cls, value: Mapping[str, Any]) -> Message:
-        """Read an OpenAI-style dict. ``developer`` is read as ``system``; list content is
-        accepted when every part is text (the parts are joined with newlines)."""
+        """Read an OpenAI-style dict. Keys may come in other common casings (``Role``,
+        ``Content``, ``toolCalls``, ``tool-call-id``), and so may the role (``User``);
+        ``developer`` is read as ``system``, ``human`` as ``user``, ``ai`` and ``model`` as
+        ``assistant``. List content is accepted when every part is text (the parts are joined
+        with newlines)."""
         if not isinstance(value, Mapping):
             raise InvalidInput(f"a message is a dict, got {type(value).__name__}")
+        value = _canonical_keys(value)
         role = value.get("role")
-        role = parse_enum(Role, "system" if role == "developer" else role, "role")
+        if isinstance(role, str):
+            role = _ROLE_ALIASES.get(role.strip().lower(), role.strip().lower())
+        role = parse_enum(Role, role, "role")
         content = value.get("content")
         if content is None:
             content = ""
@@ -174,6 +180,27 @@ class Message:
             tool_call_id=value.get("tool_call_id"),
             name=value.get("name"),
         )
+
+
+_ROLE_ALIASES = {"developer": "system", "human": "user", "ai": "assistant", "model": "assistant"}
+_KEYS = ("role", "content", "tool_calls", "tool_call_id", "name")
+
+
+def _canonical_keys(value: Mapping[str, Any]) -> dict[str, Any]:
+    """The message's fields under their OpenAI names, whatever casing the caller used
+    (ZEGO sends ``Role``/``Content``; JavaScript clients send ``toolCallId``)."""
+    wanted = {key.replace("_", ""): key for key in _KEYS}
+    out: dict[str, Any] = {}
+    for key, field_value in value.items():
+        if not isinstance(key, str):
+            continue
+        name = wanted.get(key.replace("_", "").replace("-", "").lower())
+        if name is None:
+            continue
+        if name in out and out[name] != field_value:
+            raise InvalidInput(f"a message gives {name!r} twice, in two casings, with two values")
+        out[name] = field_value
+    return out
 
 
 def to_openai(messages: Iterable[Message]) -> list[dict[str, Any]]:

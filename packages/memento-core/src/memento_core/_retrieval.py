@@ -75,7 +75,8 @@ def recall(
         for r in results
     ]
     if engine.track_usage and results:
-        engine.usage.record([stored[r.item.id] for r in results], moment)
+        # An access, not a use: being recalled must not raise a memory's next rank.
+        engine.usage.record([stored[r.item.id] for r in results], moment, uses=0)
     engine.recalled(query, viewer, results)
     return results
 

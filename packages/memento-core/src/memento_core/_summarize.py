@@ -1,17 +1,20 @@
 """Summaries of conversations: the ``Summarizer`` protocol and an offline extractive default.
 
-``ExtractiveSummarizer`` picks the most central sentences and prints them in their original
-order, each with its speaker. A sentence's centrality is the sum of its cosine similarities
-(TF-IDF over stemmed keywords) to every other sentence — LexRank's degree centrality, which for
-unit vectors is one dot product with the sum of all of them, so it stays linear in the text.
-A sentence too close to one already chosen is skipped, so the summary does not repeat itself.
-An LLM summarizer is any object with the same ``summarize`` method.
+``ExtractiveSummarizer`` picks the sentences that carry the most information and prints them in
+their original order, each with its speaker. A sentence's worth is the rarity (inverse sentence
+frequency, over stemmed keywords) of the terms it adds that no chosen sentence holds yet, with a
+bonus for names and numbers and dates, per square root of its length; a little centrality (the
+sentence's TF-IDF similarity to the whole text) breaks near-ties towards the topic. Rarity rather
+than centrality alone: a chat's most central sentences are its pleasantries ("Great choices",
+"Thanks!"), its facts ("I'm vegetarian") are said once. Filler (``is_filler``) never makes a
+line of its own. An LLM summarizer is any object with the same ``summarize`` method.
 """
 
 from __future__ import annotations
 
 import math
 import re
+import unicodedata
 from collections import Counter
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
@@ -20,10 +23,78 @@ from memento_core._candidate_index import tokenize
 from memento_core._messages import Message, Role
 from memento_core.errors import InvalidInput
 
-__all__ = ["ExtractiveSummarizer", "Summarizer", "message_text"]
+__all__ = ["ExtractiveSummarizer", "Summarizer", "is_filler", "message_text"]
 
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+|\n+")
 MAX_SENTENCE_CHARS = 300
+_FILLER_PHRASES = sorted(
+    {
+        "ok",
+        "okay",
+        "k",
+        "kk",
+        "alright",
+        "all right",
+        "sure thing",
+        "got it",
+        "noted",
+        "thanks",
+        "thank you",
+        "thanks a lot",
+        "thank you so much",
+        "thanks so much",
+        "many thanks",
+        "thx",
+        "ty",
+        "cheers",
+        "you're welcome",
+        "youre welcome",
+        "no problem",
+        "np",
+        "hi",
+        "hello",
+        "hey",
+        "hi there",
+        "hello there",
+        "hey there",
+        "good morning",
+        "good afternoon",
+        "good evening",
+        "bye",
+        "goodbye",
+        "bye bye",
+        "see you",
+        "good night",
+        "great",
+        "cool",
+        "nice",
+        "awesome",
+        "perfect",
+        "wonderful",
+        "excellent",
+        "sounds good",
+        "lol",
+        "haha",
+        "that's all",
+        "thats all",
+        "that is all",
+        "have a great day",
+        "have a nice day",
+        "have a great trip",
+        "have a good one",
+    },
+    key=len,
+    reverse=True,
+)
+_NOT_WORD = re.compile(r"[^\w' ]+")
+_WORD = re.compile(r"\w+")
+# A sentence's worth: rarity of new terms, plus this much per name or number it holds.
+_NAME_OR_NUMBER_BONUS = 1.0
+_CENTRALITY_WEIGHT = 1.0
+_USER_WEIGHT = 1.5
+_SELF_WEIGHT = 1.3
+_FIRST_PERSON = re.compile(r"\b(?:I|I'm|I've|I'd|I'll|me|my|mine|we|we're|our|us)\b", re.IGNORECASE)
+_QUESTION_WEIGHT = 0.7
 
 
 @runtime_checkable
@@ -46,7 +117,7 @@ def message_text(message: Message) -> str:
 
 
 class ExtractiveSummarizer:
-    """Offline extractive summaries: up to ``max_sentences`` central sentences, ``max_chars``."""
+    """Offline extractive summaries: the ``max_sentences`` most informative sentences."""
 
     def __init__(
         self, *, max_sentences: int = 6, max_chars: int = 1_500, redundancy: float = 0.6
@@ -58,29 +129,68 @@ class ExtractiveSummarizer:
         self.redundancy = redundancy
 
     def summarize(self, items: Sequence[Message | str]) -> str:
-        sentences = _sentences(items)
-        if not sentences:
+        every = _sentences(items)
+        if not every:
             raise InvalidInput("there is no text to summarize")
-        vectors = _unit_vectors([tokenize(text) for _, text in sentences])
+        terms = [tokenize(text) for _, text in every]
+        # Filler and term-less sentences make no line, unless there is nothing else.
+        keep = [n for n, (_, text) in enumerate(every) if terms[n] and not is_filler(text)]
+        if not keep:
+            return _line(every[0])[: self.max_chars]
+        sentences = [every[n] for n in keep]
+        terms = [terms[n] for n in keep]
+        rarity = _rarity(terms)
+        vectors = _unit_vectors(terms)
         total: dict[str, float] = {}
         for vector in vectors:
             for term, weight in vector.items():
                 total[term] = total.get(term, 0.0) + weight
-        scores = [_dot(v, total) - (1.0 if v else 0.0) for v in vectors]
-        order = sorted(range(len(sentences)), key=lambda n: (-scores[n], n))
+        central = [max(0.0, _dot(v, total) - 1.0) for v in vectors]
+        top = max(central) or 1.0
+        bonus = [_NAME_OR_NUMBER_BONUS * _names_and_numbers(text) for _, text in sentences]
+        stance = [_stance(speaker, text) for speaker, text in sentences]
+        covered: set[str] = set()
         chosen: list[int] = []
         length = 0
-        for n in order:
-            if len(chosen) == self.max_sentences:
-                break
-            if any(_dot(vectors[n], vectors[c]) > self.redundancy for c in chosen):
+        candidates = set(range(len(sentences)))
+        while candidates and len(chosen) < self.max_sentences:
+
+            def worth(n: int) -> float:
+                fresh = set(terms[n]) - covered
+                gain = (sum(rarity[t] for t in fresh) + bonus[n]) * stance[n]
+                spread = math.sqrt(max(4, len(terms[n])))
+                return gain / spread + _CENTRALITY_WEIGHT * central[n] / top
+
+            best = max(sorted(candidates), key=worth)
+            candidates.discard(best)
+            if not set(terms[best]) - covered:
+                continue  # says nothing new
+            if any(_dot(vectors[best], vectors[c]) > self.redundancy for c in chosen):
                 continue
-            line = _line(sentences[n])
+            line = _line(sentences[best])
             if chosen and length + len(line) + 1 > self.max_chars:
                 continue
-            chosen.append(n)
+            chosen.append(best)
+            covered.update(terms[best])
             length += len(line) + 1
         return "\n".join(_line(sentences[n]) for n in sorted(chosen))[: self.max_chars]
+
+
+def is_filler(text: str) -> bool:
+    """Whether ``text`` is only pleasantries: greetings, thanks, acknowledgements ("ok great",
+    "Thanks!", "Hi there 👋"). A bare yes or no answers something, so it is not filler."""
+    plain = unicodedata.normalize("NFKC", text).casefold().replace("’", "'")
+    rest = " ".join(_NOT_WORD.sub(" ", plain).split())
+    if not rest:
+        return bool(text.strip())  # only emoji or punctuation
+    while rest:
+        for phrase in _FILLER_PHRASES:
+            if rest == phrase or rest.startswith(phrase + " "):
+                rest = rest[len(phrase) :].strip()
+                break
+        else:
+            return False
+    return True
 
 
 def _sentences(items: Sequence[Message | str]) -> list[tuple[str, str]]:
@@ -101,6 +211,35 @@ def _sentences(items: Sequence[Message | str]) -> list[tuple[str, str]]:
                 if len(sentence) > MAX_SENTENCE_CHARS:
                     sentence = sentence[: MAX_SENTENCE_CHARS - 1].rstrip() + "…"
                 found.append((speaker, sentence))
+    return found
+
+
+def _rarity(documents: list[list[str]]) -> dict[str, float]:
+    """Each term's inverse sentence frequency: a term said once weighs most."""
+    frequency: Counter[str] = Counter()
+    for terms in documents:
+        frequency.update(set(terms))
+    count = len(documents) + 1
+    return {term: math.log(count / df) + 0.1 for term, df in frequency.items()}
+
+
+def _stance(speaker: str, text: str) -> float:
+    """What the user says weighs more than the assistant's replies, and most when it is about
+    themselves ("my mother", "I'm vegetarian"): the user's facts and wishes are what a memory
+    is for. A question states less than an answer."""
+    weight = 1.0
+    if speaker == Role.USER.value:
+        weight = _USER_WEIGHT
+        if _FIRST_PERSON.search(text):
+            weight *= _SELF_WEIGHT
+    return weight * (_QUESTION_WEIGHT if text.rstrip().endswith(("?", "？")) else 1.0)
+
+
+def _names_and_numbers(text: str) -> int:
+    """Capitalised words past a sentence's first, and words with digits: names, dates, sums."""
+    words = _WORD.findall(text)
+    found = sum(1 for w in words if any(c.isdigit() for c in w))
+    found += sum(1 for w in words[1:] if w[:1].isupper() and w != "I")
     return found
 
 

@@ -1,5 +1,11 @@
-"""Usage counting off the recall path: recalls note their uses; a background thread writes them
+"""Usage counting off the recall path: reads and uses are noted; a background thread writes them
 while recall is idle.
+
+Two kinds of note: a *use* (the memory was injected into a prompt, reviewed) adds to
+``access_count``, which ranking rewards; an *access* (recall returned it) only moves
+``last_accessed_at`` and the retention clock. Recall alone must not raise a memory's rank, or
+whatever came back once would keep coming back (a rich-get-richer loop that cost LoCoMo 2.5
+points of R@5).
 
 Writing the counts back to Chroma costs more than the recall itself (an embedded Chroma update
 takes ~7 ms plus ~0.25 ms a memory, and holds the GIL all along, so a recall running meanwhile
@@ -68,17 +74,18 @@ class UsageRecorder:
         """A recall is starting: hold the write back until recall has been idle a while."""
         self._last_activity = time.monotonic()
 
-    def record(self, items: Iterable[MemoryItem], moment: datetime) -> None:
-        """Note one use of each item, as stored (its counts must not include noted uses)."""
+    def record(self, items: Iterable[MemoryItem], moment: datetime, *, uses: int = 1) -> None:
+        """Note ``uses`` uses (0: an access) of each item, as stored or as recall returned it
+        (with the noted uses folded in: a noted item's first snapshot is kept, never this one)."""
         now = time.monotonic()
         with self._lock:
             if not self._pending:
                 self._oldest = now
             self._last_activity = now
             for item in items:
-                first, uses, _ = self._pending.get(item.id, (item, 0, moment))
+                first, noted, _ = self._pending.get(item.id, (item, 0, moment))
                 # Counts build on the first snapshot: later ones may predate the write too.
-                self._pending[item.id] = (first, uses + 1, moment)
+                self._pending[item.id] = (first, noted + uses, moment)
             if self._thread is None and not self._stopped:
                 self._thread = threading.Thread(target=self._run, name="memento-usage", daemon=True)
                 self._thread.start()

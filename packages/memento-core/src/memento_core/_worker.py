@@ -1,8 +1,9 @@
-"""The maintenance worker: purge, review scheduling and sleep, on an interval.
+"""The maintenance worker: purge, review scheduling, archiving idle chats and sleep, on an interval.
 
 Safe in its own process against a Chroma server while agents write: every step is idempotent
-(purge erases by age, review scheduling only fills empty cards, sleep marks what it consolidated
-and gives facts content-derived ids), so a step interrupted or repeated does no harm.
+(purge erases by age, review scheduling only fills empty cards, chat archives have content-derived
+ids and move the session's archive mark, sleep marks what it consolidated and gives facts
+content-derived ids), so a step interrupted or repeated does no harm.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
+from memento_core._chat import archive_idle_sessions
 from memento_core._consolidation import SleepReport, sleep
 from memento_core._lifecycle import DEFAULT_GRACE, PurgeReport, purge, schedule_reviews
 from memento_core._model import MemoryType, Scope, as_utc, utcnow
@@ -31,6 +33,8 @@ class MaintenanceReport:
     purged: PurgeReport
     review_cards: int
     sleeps: dict[str, SleepReport] = field(default_factory=dict)
+    chats_archived: list[str] = field(default_factory=list)
+    """Summary ids of the chat sessions archived because they sat idle past their ttl."""
 
 
 def users_to_consolidate(engine: Engine, now: datetime) -> list[str]:
@@ -43,12 +47,15 @@ def users_to_consolidate(engine: Engine, now: datetime) -> list[str]:
 def run_maintenance(
     engine: Engine, *, grace: timedelta = DEFAULT_GRACE, now: datetime | None = None
 ) -> MaintenanceReport:
-    """One pass: purge what is past its grace period, give due review cards, sleep every user."""
+    """One pass: purge what is past its grace period, give due review cards, archive the chat
+    sessions left idle past their window's ttl (before sleep, which consolidates them), sleep
+    every user."""
     moment = as_utc(now, "now") if now else utcnow()
     report = MaintenanceReport(
         started_at=moment,
         purged=purge(engine, grace=grace, now=moment),
         review_cards=schedule_reviews(engine, now=moment),
+        chats_archived=archive_idle_sessions(engine, now=moment),
     )
     for user_id in users_to_consolidate(engine, moment):
         report.sleeps[user_id] = sleep(engine, Scope(user_id=user_id or None))

@@ -288,8 +288,8 @@ def cmd_worker(args: argparse.Namespace) -> None:
         facts = sum(len(s.written) for s in report.sleeps.values())
         print(
             f"{report.started_at:%Y-%m-%d %H:%M:%S} purged {len(report.purged.erased)}, "
-            f"review cards {report.review_cards}, users slept {len(report.sleeps)}, "
-            f"facts written {facts}",
+            f"review cards {report.review_cards}, chats archived {len(report.chats_archived)}, "
+            f"users slept {len(report.sleeps)}, facts written {facts}",
             flush=True,
         )
 

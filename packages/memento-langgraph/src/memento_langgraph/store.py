@@ -240,7 +240,7 @@ class MementoStore(BaseStore):
             scored += [(memory, None) for memory in listed if memory.id not in seen]
         page = scored[max(0, op.offset) : wanted]
         if op.refresh_ttl:
-            # Memento's recall already counted a use (and pushed out the expiry) of what it ranked.
+            # Memento's recall already noted an access (pushing out the expiry) of what it ranked.
             ranked_refreshed = self.memento.track_usage
             self._refresh([m for m, score in page if score is None or not ranked_refreshed])
         return [self._search_item(memory, score) for memory, score in page]
