@@ -20,7 +20,10 @@ from typing import TYPE_CHECKING
 from memento_core.errors import InvalidInput, MissingDependency
 
 if TYPE_CHECKING:
-    from memento_core.embedding import Vectors
+    import numpy as np
+    import numpy.typing as npt
+
+    Vectors = npt.NDArray[np.float32]  # as in embedding.py, which imports this module
 
 ONNX_MODEL = "all-MiniLM-L6-v2"
 ONNX_INT8_MODEL = "all-MiniLM-L6-v2-int8"
