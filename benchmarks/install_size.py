@@ -79,7 +79,8 @@ def build_wheels(directory: Path) -> list[Path]:
 def clean_env() -> dict[str, str]:
     """The environment of a user's shell: no repository constraints, offline model loading."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_CONSTRAINT", "VIRTUAL_"))}
-    env.update(HF_HUB_OFFLINE="1", ANONYMIZED_TELEMETRY="False", PYTHONDONTWRITEBYTECODE="0")
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # any value, even "0", would stop .pyc files
+    env.update(HF_HUB_OFFLINE="1", ANONYMIZED_TELEMETRY="False")
     return env
 
 
