@@ -1,6 +1,5 @@
 """Cold start: wall time of ``memento-core remember`` and ``memento-core recall`` run as
-commands, and of a
-fresh Python process's first ``remember``, on a fresh store each round.
+commands, and of a fresh Python process's first ``remember``, on a fresh store each round.
 
 Every timed run is a new process (``subprocess``), so each pays what a user's first command pays:
 interpreter start, imports, plugin discovery, opening Chroma, loading the embedding model, the
