@@ -9,14 +9,18 @@ export TRANSFORMERS_OFFLINE := 1
 export ANONYMIZED_TELEMETRY := False
 export TOKENIZERS_PARALLELISM := false
 
-PACKAGES := -e packages/memento-core -e packages/memento-langgraph -e packages/memento-llamaindex \
-	-e packages/memento-autogen -e packages/memento-mcp -e packages/memento-gateway
+# The dev venv also has the [torch] extra: the sentence-transformers embedder is tested against
+# the default ONNX one.
+PACKAGES := -e packages/memento-minilm-onnx -e "packages/memento-core[torch]" \
+	-e packages/memento-langgraph -e packages/memento-llamaindex -e packages/memento-autogen \
+	-e packages/memento-mcp -e packages/memento-gateway
 DEV_TOOLS := pytest pytest-asyncio pytest-timeout hypothesis ruff mypy websockets build rank-bm25 \
 	matplotlib hatchling import-linter langgraph-checkpoint-conformance "autogen-ext[chromadb]" langmem
 
 $(BIN)/.installed: constraints.txt packages/*/pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	# torch is pinned first: the CPU build of 2.13.0; an unpinned torch would pull CUDA.
+	# torch (for the [torch] extra only) is pinned first: the CPU build of 2.13.0; an unpinned
+	# torch would pull CUDA.
 	$(BIN)/pip install --quiet --constraint constraints.txt torch==2.13.0
 	$(BIN)/pip install --quiet --constraint constraints.txt $(PACKAGES) $(DEV_TOOLS)
 	touch $@
@@ -41,4 +45,4 @@ lint: $(BIN)/.installed
 
 bench: $(BIN)/.installed
 	$(BIN)/python benchmarks/summary.py --run locomo langgraph_store llamaindex_memory \
-		autogen_memory consolidation working_memory hotwords scale gateway
+		autogen_memory consolidation working_memory hotwords scale gateway embedders install_size

@@ -1,5 +1,5 @@
-"""Cold start: wall time of ``memento remember`` and ``memento recall`` run as commands, and of a
-fresh Python process's first ``remember``, on a fresh store each round.
+"""Cold start: wall time of ``memento-core remember`` and ``memento-core recall`` run as
+commands, and of a fresh Python process's first ``remember``, on a fresh store each round.
 
 Every timed run is a new process (``subprocess``), so each pays what a user's first command pays:
 interpreter start, imports, plugin discovery, opening Chroma, loading the embedding model, the
@@ -93,7 +93,7 @@ def one_round(memento: str) -> dict[str, Any]:
 def render_markdown(report: dict[str, Any]) -> str:
     wall = report["wall_s"]
     lines = [
-        "# Cold start: `memento remember` / `memento recall` and a first `remember`",
+        "# Cold start: `memento-core remember` / `memento-core recall` and a first `remember`",
         "",
         f"Each figure is a new process on a fresh store ({report['rounds']} round(s)"
         + ("" if report["quick"] else " after one untimed warm-up")
@@ -104,8 +104,8 @@ def render_markdown(report: dict[str, Any]) -> str:
         "|---|---|---|---|",
     ]
     labels = {
-        "cli_remember": "`memento remember` (command)",
-        "cli_recall": "`memento recall` (command)",
+        "cli_remember": "`memento-core remember` (command)",
+        "cli_recall": "`memento-core recall` (command)",
         "process": "`python -c` open + first remember + first recall",
     }
     for key, label in labels.items():
@@ -142,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
     offline_single_thread()
-    memento = str(Path(sys.executable).with_name("memento"))
+    memento = str(Path(sys.executable).with_name("memento-core"))
     load = load_average()
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
     total = time.perf_counter()

@@ -10,7 +10,12 @@ In the same run, over the same texts and the same MiniLM vectors, it scores thre
 throughput against raw batched ``encode`` and recall latency, and reruns recall on stores
 opened with ``track_usage=False`` to show whether usage counting moves the numbers.
 
-    HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/locomo.py [--conversations N] [--out DIR]
+    HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/locomo.py [--conversations N] [--out DIR] \
+        [--embedder onnx|onnx-int8|torch]
+
+``--embedder`` picks all-MiniLM-L6-v2 on ONNX Runtime (fp32, the default), its int8 export, or
+on sentence-transformers (the ``[torch]`` extra); the results go to ``locomo.json`` for the
+default and ``locomo_<embedder>.json`` otherwise, so the three can be compared side by side.
 
 The data is never copied into the repository: it is read from ``--data`` (default
 ``../shared/bench/locomo10.json`` next to the repository, or ``$LOCOMO_PATH``).
@@ -39,8 +44,16 @@ import numpy.typing as npt
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from memento_core import Memento, MemoryDraft, Recalled, Scope, plugins
-from memento_core.embedding import SentenceTransformerEmbedder
+from memento_core import (
+    Embedder,
+    Memento,
+    MemoryDraft,
+    OnnxEmbedder,
+    Recalled,
+    Scope,
+    SentenceTransformerEmbedder,
+    plugins,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = REPO.parent / "shared" / "bench" / "locomo10.json"
@@ -55,6 +68,13 @@ DATE_FORMAT = "%I:%M %p on %d %B, %Y"  # "1:56 pm on 8 May, 2023"
 USER = "locomo"
 BATCH_SIZE = 64
 """Texts per ``encode`` call, for ``remember_many`` and for the raw-encode baseline alike."""
+
+EMBEDDERS: dict[str, Callable[[], Embedder]] = {
+    "onnx": lambda: OnnxEmbedder(batch_size=BATCH_SIZE),
+    "onnx-int8": lambda: OnnxEmbedder("all-MiniLM-L6-v2-int8", batch_size=BATCH_SIZE),
+    "torch": lambda: SentenceTransformerEmbedder(batch_size=BATCH_SIZE),
+}
+"""All-MiniLM-L6-v2 three ways: ``--embedder`` picks one."""
 
 MEMENTO = "Memento recall (default)"
 MEMENTO_NO_USAGE = "Memento recall, track_usage=False"
@@ -252,7 +272,7 @@ def percentile(values: Sequence[float], q: float) -> float:
 
 def run_conversation(
     conversation: Conversation,
-    embedder: SentenceTransformerEmbedder,
+    embedder: Embedder,
     scores: dict[str, Scores],
     timings: Timings,
     advance: Callable[[int], None],
@@ -342,7 +362,8 @@ def render_markdown(report: dict[str, Any]) -> str:
         "",
         f"Questions scored: **{report['questions_scored']:,}** "
         f"(categories 1–4 with evidence, {report['conversations']} conversations, "
-        f"{report['turns']:,} turns). Protocol: `../shared/bench/README.md`.",
+        f"{report['turns']:,} turns). Protocol: `../shared/bench/README.md`. Embedder: "
+        f"`{report['embedder']['name']}` ({report['embedder']['choice']}).",
         "",
         "| " + " | ".join(head) + " |",
         "|" + "---|" * len(head),
@@ -408,6 +429,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--conversations", type=int, default=None, help="run only the first N")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    parser.add_argument("--embedder", choices=sorted(EMBEDDERS), default="onnx")
     args = parser.parse_args(argv)
     console = Console(stderr=True)
     if not args.data.is_file():
@@ -415,7 +437,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
 
     conversations = load_conversations(args.data)[: args.conversations]
-    embedder = SentenceTransformerEmbedder(batch_size=BATCH_SIZE)
+    embedder = EMBEDDERS[args.embedder]()
     embedder.embed_documents(["warm-up: load the model before anything is timed"])
     plugins.manager()  # loading the installed adapters' plugins is a one-time cost, not a write
 
@@ -447,6 +469,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "command": " ".join(["benchmarks/locomo.py", *(argv or sys.argv[1:])]),
         "started": started,
         "wall_seconds": round(time.perf_counter() - wall, 1),
+        "embedder": {"choice": args.embedder, "name": embedder.name},
         "conversations": len(conversations),
         "turns": sum(len(c.turns) for c in conversations),
         "questions_scored": scores[MEMENTO].count,
@@ -455,12 +478,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         **timings.summary(batch_size=BATCH_SIZE),
         "machine": {**machine(), "load_average_1m_at_start": load_at_start},
     }
+    name = "locomo" if args.embedder == "onnx" else f"locomo_{args.embedder.replace('-', '_')}"
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "locomo.json").write_text(
+    (args.out / f"{name}.json").write_text(
         json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
     )
     markdown = render_markdown(report)
-    (args.out / "locomo.md").write_text(markdown, encoding="utf-8")
+    (args.out / f"{name}.md").write_text(markdown, encoding="utf-8")
     print(markdown)
     return 0
 

@@ -1,4 +1,5 @@
-"""Memento over MCP: an MCP client starts `memento-mcp` over stdio and uses its memory.
+"""Memento over MCP: an MCP client starts the Memento MCP server (the `memento-mcp-server`
+command, here as `python -m memento_mcp`) over stdio and uses its memory.
 
 This is what Claude Desktop or Cursor do with the configuration in packages/memento-mcp/README.md:
 the server acts for one user (`--user alice`), whatever the client asks.

@@ -20,12 +20,12 @@ from uuid import uuid4
 
 import pytest
 
-from memento_core import Embedder, Memento, SentenceTransformerEmbedder
+from memento_core import Embedder, Memento, OnnxEmbedder
 
 # Importing memento_core loads neither huggingface_hub nor chromadb, so these still come first.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ["ANONYMIZED_TELEMETRY"] = "False"
-# Tests embed a few short texts at a time; on a small, busy machine torch's thread pool only
+# Tests embed a few short texts at a time; on a small, busy machine a thread pool only
 # adds contention (measured: 5 s instead of 1 s to store five memories at load 10 on 2 cores).
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
@@ -34,8 +34,9 @@ SERVER_START_SECONDS = 60
 
 @pytest.fixture(scope="session")
 def embedder() -> Embedder:
-    """The real all-MiniLM-L6-v2, loaded once (lazily, on first use) and shared by every store."""
-    return SentenceTransformerEmbedder()
+    """The real all-MiniLM-L6-v2 on ONNX Runtime (the default embedder), loaded once (lazily, on
+    first use) and shared by every store."""
+    return OnnxEmbedder()
 
 
 def _free_port() -> int:

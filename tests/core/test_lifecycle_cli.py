@@ -1,4 +1,4 @@
-"""The lifecycle commands: ``memento sleep|review|forget-candidates|purge|erase-user|worker``.
+"""The lifecycle commands: ``memento-core sleep|review|forget-candidates|purge|erase-user|worker``.
 
 Each runs through ``memento_core.cli.main`` on an embedded store; the shared model stands in
 for the one the command would load. Bad input exits 2 with one line on standard error.
@@ -31,7 +31,7 @@ def store(
     tmp_path: Path, embedder: Embedder, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[tuple[Memento, list[str]]]:
     """A store and the ``--path`` arguments that reach it; commands reuse the loaded model."""
-    monkeypatch.setattr(memento_module, "SentenceTransformerEmbedder", lambda: embedder)
+    monkeypatch.setattr(memento_module, "default_embedder", lambda: embedder)
     path = tmp_path / "store"
     with Memento.open(path, embedder=embedder) as mem:
         yield mem, ["--path", str(path)]
@@ -54,7 +54,7 @@ def assert_one_line_error(result: tuple[int, str, str], *fragments: str) -> None
     code, _, err = result
     assert code == 2
     lines = err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("memento: error: "), err
+    assert len(lines) == 1 and lines[0].startswith("memento-core: error: "), err
     for fragment in fragments:
         assert fragment in lines[0]
 

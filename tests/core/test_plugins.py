@@ -22,6 +22,8 @@ from memento_core.plugins import AdapterInfo, MementoHooks, hookimpl
 ROOT = Path(__file__).resolve().parents[2]
 HOOKS = sorted(name for name in vars(MementoHooks) if name.startswith("memento_"))
 ADAPTERS = {"langgraph", "autogen", "mcp"}
+# The MCP server's distribution is memento-mcp-server: memento-mcp on the index is someone else's.
+DISTRIBUTIONS = {name: f"memento-{name}" for name in ADAPTERS} | {"mcp": "memento-mcp-server"}
 
 called_hooks: set[str] = set()
 
@@ -55,21 +57,23 @@ def _python(code: str, env: dict[str, str] | None = None) -> Any:
 
 def test_builtins_and_every_adapter_register_through_the_hooks() -> None:
     names = plugins.registered_names()
-    assert "sentence-transformers" in names["embedders"]
+    assert {"onnx", "sentence-transformers"} <= set(names["embedders"])
     assert "extractive" in names["summarizers"]
     assert set(names["adapters"]) >= ADAPTERS
     for name in ADAPTERS:
         info = plugins.adapters()[name]
-        assert info.package == f"memento-{name}" and info.conformance_driver
+        assert info.package == DISTRIBUTIONS[name] and info.conformance_driver
         assert callable(info.load_driver())
     installed = plugins.installed()
     assert installed["builtins"].startswith("memento-core ")
-    assert all(installed[name].startswith(f"memento-{name} 0.") for name in ADAPTERS)
+    assert all(installed[name].startswith(f"{DISTRIBUTIONS[name]} 0.") for name in ADAPTERS)
 
 
 def test_registered_factories_build_what_they_name() -> None:
     summarizer = plugins.summarizer("extractive")
     assert hasattr(summarizer, "summarize")
+    int8 = plugins.embedder("onnx", model="all-MiniLM-L6-v2-int8")
+    assert (int8.name, int8.dimension) == ("all-MiniLM-L6-v2-int8", 384)
     with pytest.raises(LookupError, match=r"no embedder named 'nope'.*sentence-transformers"):
         plugins.embedder("nope")
     with pytest.raises(LookupError, match=r"no summarizer named 'nope'.*extractive"):

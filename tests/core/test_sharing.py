@@ -305,5 +305,5 @@ def test_the_cli_reads_while_another_process_holds_the_store(
         refused = cli("remember", "A second writer's note.", "--user", "ann")
         assert refused.returncode == 2
         (line,) = refused.stderr.strip().splitlines()
-        assert line.startswith("memento: error: ") and f"pid {os.getpid()}" in line
+        assert line.startswith("memento-core: error: ") and f"pid {os.getpid()}" in line
         assert [i.content for i in mem.items(scope=ANN)] == ["The boiler code is 4711."]

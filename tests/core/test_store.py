@@ -27,7 +27,6 @@ from memento_core import (
     NotAMementoStore,
     Privacy,
     Scope,
-    SentenceTransformerEmbedder,
 )
 
 if TYPE_CHECKING:
@@ -405,14 +404,6 @@ def test_stores_with_different_locations_do_not_share_data(store_factory: StoreF
 
 
 # --------------------------------------------------------------------------- embedders
-
-
-def test_embedders_of_one_model_share_it(embedder: Embedder) -> None:
-    fresh = SentenceTransformerEmbedder()  # as a second memory of the application makes one
-
-    assert isinstance(embedder, SentenceTransformerEmbedder)
-    assert fresh.model is embedder.model  # loaded once per process
-    assert np.array_equal(fresh.embed_query("coffee"), embedder.embed_query("coffee"))
 
 
 def test_the_store_records_its_embedder(store_factory: StoreFactory) -> None:

@@ -40,9 +40,9 @@ def open_store(config: dict[str, Any]) -> Memento:
     if config.get("embedder") == "gated":
         embedder: Any = GatedEmbedder(config["gate_file"])
     elif config.get("embedder") == "real":
-        from memento_core import SentenceTransformerEmbedder
+        from memento_core import OnnxEmbedder
 
-        embedder = SentenceTransformerEmbedder()
+        embedder = OnnxEmbedder()
         embedder.embed_query("warm up")  # load the model before the first acknowledged write
     else:
         embedder = HashEmbedder()

@@ -52,7 +52,7 @@ def test_the_wheel_needs_core_and_langgraph_but_no_other_framework(tmp_path: Pat
     assert sorted(r.split(";")[0].replace(" ", "") for r in required) == [
         "langgraph-checkpoint>=4",
         "langgraph>=1.2",
-        "memento-core",
+        "memento-core<0.2,>=0.1",
     ]
     every_requirement = " ".join(metadata.get_all("Requires-Dist") or []).lower()
     assert "llama" not in every_requirement and "autogen" not in every_requirement

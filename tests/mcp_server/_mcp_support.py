@@ -222,7 +222,7 @@ def free_port() -> int:
 
 
 def store_export(path: Path) -> list[dict[str, Any]]:
-    """The whole store, read by a fresh ``memento export`` process (core's CLI, not MCP)."""
+    """The whole store, read by a fresh ``memento-core export`` process (core's CLI, not MCP)."""
     done = subprocess.run(
         [sys.executable, "-m", "memento_core.cli", "export", "--path", str(path)],
         capture_output=True, text=True, env=server_env(), timeout=CALL_SECONDS, check=False,

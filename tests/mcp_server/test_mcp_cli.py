@@ -1,4 +1,5 @@
-"""The ``memento-mcp`` command: its defaults, and the one-line errors of a bad configuration."""
+"""The ``memento-mcp-server`` command: its defaults, ``--version``, and the one-line errors of a
+bad configuration."""
 
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ def test_defaults_are_stdio_and_loopback() -> None:
 
 
 def test_the_console_script_is_installed() -> None:
-    script = Path(sys.executable).parent / "memento-mcp"
+    script = Path(sys.executable).parent / "memento-mcp-server"
     done = subprocess.run(
         [str(script), "--help"], capture_output=True, text=True, timeout=CALL_SECONDS, check=False
     )
@@ -64,8 +65,16 @@ def test_a_store_that_cannot_open_is_a_one_line_error(tmp_path: Path) -> None:
     not_a_directory.write_text("not a store")
     done = _run("--user", "alice", "--path", str(not_a_directory))
     assert done.returncode == 2
-    assert done.stderr.startswith("memento-mcp: error: ")
+    assert done.stderr.startswith("memento-mcp-server: error: ")
     assert "Traceback" not in done.stderr and done.stdout == ""
+
+
+def test_version_prints_the_distribution_version() -> None:
+    from importlib.metadata import version
+
+    done = _run("--version")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == f"memento-mcp-server {version('memento-mcp-server')}"
 
 
 def test_public_api_is_sorted_and_complete() -> None:

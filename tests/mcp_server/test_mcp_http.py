@@ -1,7 +1,7 @@
 """Streamable HTTP: the same server on loopback, behind a bearer token.
 
-One ``memento-mcp --transport http`` subprocess serves this module, for Alice with no project,
-on its own store (an embedded store belongs to one process). Bob's private memory is seeded
+One ``memento-mcp-server --transport http`` subprocess serves this module, for Alice with no
+project, on its own store (an embedded store belongs to one process). Bob's private memory is seeded
 through core before the server starts.
 """
 
@@ -77,7 +77,9 @@ def _wait_for_port(port: int, process: subprocess.Popen[bytes], log: Path) -> No
             if probe.connect_ex(("127.0.0.1", port)) == 0:
                 return
         if process.poll() is not None or time.monotonic() > deadline:
-            pytest.fail(f"memento-mcp did not listen on {port}:\n{log.read_text(errors='replace')}")
+            pytest.fail(
+                f"memento-mcp-server did not listen on {port}:\n{log.read_text(errors='replace')}"
+            )
         time.sleep(0.2)
 
 

@@ -2,7 +2,7 @@
 hotwords, scope ids, links and feedback notes.
 
 - NDJSON: export, import into an empty store, export again: the same bytes. Also through a
-  file read the way ``memento import`` reads it (``splitlines``), so no character inside a
+  file read the way ``memento-core import`` reads it (``splitlines``), so no character inside a
   record may end its line.
 - Markdown and CSV exports never raise, and the CSV reads back to the stored content and ids.
 
@@ -103,7 +103,7 @@ def fill(mem: Memento, case: tuple[list[MemoryDraft], list[tuple[int, int, str |
 
 
 def lines_of(text: str) -> Iterator[str]:
-    """Lines as ``memento import`` reads a file (``cli.py``: ``read_text().splitlines``)."""
+    """Lines as ``memento-core import`` reads a file (``cli.py``: ``read_text().splitlines``)."""
     return iter(text.splitlines(keepends=True))
 
 

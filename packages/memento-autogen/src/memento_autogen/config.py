@@ -22,7 +22,7 @@ class MementoMemoryConfig(BaseModel):
     path: str | None = Field(
         default=None,
         description="Directory of an embedded store; with neither path nor url, Memento's "
-        "default ($MEMENTO_PATH or ./.memento).",
+        "default ($MEMENTO_PATH, else the per-user data directory).",
     )
     url: str | None = Field(
         default=None, description="A Chroma server started with `chroma run`: http://host:port."
@@ -32,8 +32,9 @@ class MementoMemoryConfig(BaseModel):
     )
     embedding_model: str = Field(
         default=DEFAULT_MODEL,
-        description="A sentence-transformers model name or local path; it must be the model "
-        "that built the store.",
+        description="all-MiniLM-L6-v2 (ONNX Runtime; the default), all-MiniLM-L6-v2-int8, or, "
+        "with memento-core[torch], a sentence-transformers model name or local path; it must "
+        "be the model that built the store.",
     )
     user_id: str | None = Field(
         default=None, description="Whose memories these are; none: the store's anonymous user."

@@ -30,7 +30,7 @@ from memento_core import (
     Privacy,
     RecallFilter,
     Scope,
-    SentenceTransformerEmbedder,
+    embedder_for,
 )
 
 T = TypeVar("T")
@@ -197,7 +197,7 @@ class MementoMemory(Memory, Component[MementoMemoryConfig]):
                 self._store = Memento.open(
                     config.path,
                     url=config.url,
-                    embedder=SentenceTransformerEmbedder(config.embedding_model),
+                    embedder=embedder_for(config.embedding_model),
                     collection_prefix=config.collection_prefix,
                 )
             return self._store

@@ -7,7 +7,6 @@ from memento_core._filters import RecallFilter
 from memento_core._injection import InjectedMemory, Injection
 from memento_core._lifecycle import ErasureReport, ForgetCandidate, PurgeReport
 from memento_core._memento import (
-    DEFAULT_PATH,
     MAX_RECALL_LIMIT,
     Memento,
     StoreStats,
@@ -28,13 +27,20 @@ from memento_core._model import (
     check_scope_value,
     parse_enum,
 )
+from memento_core._onnx_embedding import OnnxEmbedder
+from memento_core._paths import DEFAULT_PATH, default_store_path
 from memento_core._policies import FOREVER, RetentionPolicy, ReviewPolicy
 from memento_core._ranking import RankingWeights, Reason, Recalled
 from memento_core._storage import SideRecord, SideRecords
 from memento_core._summarize import ExtractiveSummarizer, Summarizer
 from memento_core._tokens import TokenCounter, WordPieceCounter
 from memento_core._worker import MaintenanceReport
-from memento_core.embedding import CachingEmbedder, Embedder, SentenceTransformerEmbedder
+from memento_core.embedding import (
+    CachingEmbedder,
+    Embedder,
+    SentenceTransformerEmbedder,
+    embedder_for,
+)
 from memento_core.errors import (
     EmbedderMismatch,
     InvalidContent,
@@ -111,6 +117,7 @@ __all__ = [
     "MessageTooLarge",
     "MissingDependency",
     "NotAMementoStore",
+    "OnnxEmbedder",
     "Privacy",
     "PurgeReport",
     "RankingWeights",
@@ -139,7 +146,9 @@ __all__ = [
     "adetect_stream",
     "as_utc",
     "check_scope_value",
+    "default_store_path",
     "detect_stream",
+    "embedder_for",
     "memory_injection",
     "parse_enum",
 ]

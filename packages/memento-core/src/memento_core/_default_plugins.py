@@ -1,4 +1,4 @@
-"""Core's own plugin: the built-in embedder and summariser, registered like any other plugin."""
+"""Core's own plugin: the built-in embedders and summariser, registered like any other plugin."""
 
 from __future__ import annotations
 
@@ -10,6 +10,12 @@ from memento_core._hook_markers import hookimpl
 if TYPE_CHECKING:
     from memento_core._summarize import Summarizer
     from memento_core.embedding import Embedder
+
+
+def _onnx(**options: Any) -> Embedder:
+    from memento_core._onnx_embedding import OnnxEmbedder
+
+    return OnnxEmbedder(**options)
 
 
 def _sentence_transformers(**options: Any) -> Embedder:
@@ -26,6 +32,7 @@ def _extractive(**options: Any) -> Summarizer:
 
 @hookimpl
 def memento_register_embedders(register: Callable[[str, Callable[..., Embedder]], None]) -> None:
+    register("onnx", _onnx)
     register("sentence-transformers", _sentence_transformers)
 
 

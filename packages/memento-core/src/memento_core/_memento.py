@@ -49,6 +49,7 @@ from memento_core._model import (
     Scope,
     utcnow,
 )
+from memento_core._paths import default_store_path
 from memento_core._policies import FOREVER, Retention, RetentionPolicy, ReviewPolicy
 from memento_core._ranking import RankingWeights, Recalled
 from memento_core._storage import (
@@ -63,12 +64,10 @@ from memento_core._tokens import TokenCounter
 from memento_core._twins import async_twin
 from memento_core._visibility import is_live, live_clause, visibility_clause
 from memento_core._worker import MaintenanceReport
-from memento_core.embedding import CachingEmbedder, Embedder, SentenceTransformerEmbedder
+from memento_core.embedding import CachingEmbedder, Embedder, default_embedder
 from memento_core.errors import InvalidInput
 from memento_core.hotwords import HotwordDetector, HotwordSet
 
-DEFAULT_PATH = Path(".memento")
-"""Where ``Memento.open()`` keeps an embedded store when no path is given (or ``$MEMENTO_PATH``)."""
 MAX_RECALL_LIMIT = retrieval.MAX_RECALL_LIMIT
 DETECTORS_KEPT = 256
 """Hotword detectors a store keeps built, one per scope, the most recently used."""
@@ -122,8 +121,10 @@ class Memento:
     ) -> Memento:
         """Open (or create) a store: embedded in ``path`` by default, or on a Chroma server.
 
-        ``path`` defaults to ``$MEMENTO_PATH`` or ``./.memento``. ``url`` (``http://host:port``)
-        selects a Chroma server started with ``chroma run``; then ``path`` must be left out.
+        ``path`` defaults to ``$MEMENTO_PATH``, else the per-user data directory
+        (``~/.local/share/memento`` on Linux; ``default_store_path()``). ``url``
+        (``http://host:port``) selects a Chroma server started with ``chroma run``; then ``path``
+        must be left out. ``embedder`` defaults to all-MiniLM-L6-v2 on ONNX Runtime.
         One process at a time writes to an embedded store; another gets ``StoreLocked`` unless
         it opens ``read_only`` (writes then raise ``ReadOnlyStore``).
         """
@@ -135,7 +136,7 @@ class Memento:
             def connect() -> ChromaStore:
                 return ChromaStore.open_server(url, prefix=collection_prefix)
         else:
-            location = path if path is not None else os.environ.get("MEMENTO_PATH", DEFAULT_PATH)
+            location = path if path is not None else default_store_path()
             key = (str(Path(location).expanduser().resolve()), collection_prefix)
 
             def connect() -> ChromaStore:
@@ -143,7 +144,7 @@ class Memento:
                     location, prefix=collection_prefix, lock=not read_only
                 )
 
-        chosen = embedder or SentenceTransformerEmbedder()
+        chosen = embedder or default_embedder()
         caching = chosen if isinstance(chosen, CachingEmbedder) else CachingEmbedder(chosen)
         shared = open_shared(key, connect, caching, writer=url is None and not read_only)
         try:

@@ -60,9 +60,9 @@ class WordPieceCounter:
                     raise MissingDependency("tokenizers", "counting tokens") from err
                 path = self._file
                 if path is None:
-                    from memento_core.embedding import bundled_model_path
+                    from memento_core._onnx_embedding import bundled_onnx_dir
 
-                    path = bundled_model_path() / "tokenizer.json"
+                    path = bundled_onnx_dir() / "tokenizer.json"
                 tokenizer = Tokenizer.from_file(str(path))
                 # The file is set up for the model: cut at 128 tokens and padded. Count it all.
                 tokenizer.no_truncation()

@@ -1,4 +1,9 @@
-"""The ``memento`` command line. User mistakes print one line and exit 2, never a traceback."""
+"""The ``memento-core`` command line (also ``python -m memento_core``). User mistakes print one
+line and exit 2, never a traceback.
+
+Only the commands that add memories (``remember``, ``import``) create a store; every other
+command refuses a location where no store exists, so looking around creates nothing.
+"""
 
 from __future__ import annotations
 
@@ -13,9 +18,13 @@ from typing import Any
 
 from memento_core._memento import Memento
 from memento_core._model import FeedbackKind, LinkType, MemoryItem, MemoryType, Privacy, Scope
-from memento_core.errors import InvalidInput, MementoError
+from memento_core._paths import default_store_path, store_exists
+from memento_core.errors import InvalidInput, MementoError, StoreUnavailable
 
+PROG = "memento-core"
 EXIT_USAGE = 2
+# The commands that may create a store where none exists yet.
+CREATING_COMMANDS = frozenset({"remember", "import"})
 
 
 def _scope(args: argparse.Namespace) -> Scope:
@@ -31,8 +40,16 @@ another process (an MCP server, an app) holds it for writing."""
 
 def _open(args: argparse.Namespace) -> Memento:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    read_only = args.url is None and (args.read_only or args.command in READING_COMMANDS)
-    return Memento.open(args.path, url=args.url, read_only=read_only)
+    if args.url is not None:
+        return Memento.open(url=args.url)
+    path = Path(args.path).expanduser() if args.path else default_store_path()
+    if args.command not in CREATING_COMMANDS and not store_exists(path):
+        raise StoreUnavailable(
+            f"no Memento store at {path} (`{PROG} remember` creates one; "
+            "--path or $MEMENTO_PATH choose another)"
+        )
+    read_only = args.read_only or args.command in READING_COMMANDS
+    return Memento.open(path, read_only=read_only)
 
 
 def _console() -> Any:
@@ -323,11 +340,24 @@ def cmd_plugins(args: argparse.Namespace) -> None:
     _console().print(table)
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("memento-core")
+    except PackageNotFoundError:  # running from a source tree that is not installed
+        from memento_core import __version__
+
+        return __version__
+
+
 def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     where = common.add_argument_group("store")
     where.add_argument(
-        "--path", help="embedded store directory (default $MEMENTO_PATH or ./.memento)"
+        "--path",
+        help="embedded store directory (default $MEMENTO_PATH, else ~/.local/share/memento "
+        "or the platform's per-user data directory)",
     )
     where.add_argument("--url", help="Chroma server URL, e.g. http://127.0.0.1:8000")
     where.add_argument(
@@ -339,7 +369,8 @@ def build_parser() -> argparse.ArgumentParser:
     for name in ("user", "agent", "project", "session"):
         who.add_argument(f"--{name}", help=f"{name} id")
 
-    parser = argparse.ArgumentParser(prog="memento", description="Memory for AI agents.")
+    parser = argparse.ArgumentParser(prog=PROG, description="Memory for AI agents.")
+    parser.add_argument("--version", action="version", version=f"{PROG} {_version()}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="command")
 
     def add(name: str, handler: Callable[[argparse.Namespace], None], help: str) -> Any:
@@ -428,7 +459,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args.handler(args)
     except MementoError as err:
-        print(f"memento: error: {err}", file=sys.stderr)
+        print(f"{PROG}: error: {err}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         return 130

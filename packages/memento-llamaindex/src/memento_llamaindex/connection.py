@@ -14,7 +14,7 @@ from typing import Any
 
 from llama_index.core.bridge.pydantic import BaseModel, Field, PrivateAttr, model_validator
 
-from memento_core import InvalidInput, Memento, Scope, SentenceTransformerEmbedder
+from memento_core import InvalidInput, Memento, Scope, embedder_for
 from memento_core.embedding import DEFAULT_MODEL
 
 _OPEN: dict[tuple[str | None, str | None, str, str], Memento] = {}
@@ -33,7 +33,7 @@ def open_store(
             found = _OPEN[key] = Memento.open(
                 where,
                 url=url,
-                embedder=SentenceTransformerEmbedder(embedding_model),
+                embedder=embedder_for(embedding_model),
                 collection_prefix=collection_prefix,
             )
         return found
@@ -48,7 +48,7 @@ class MementoConnection(BaseModel):
     path: str | None = Field(
         default=None,
         description="Directory of an embedded store; with neither path nor url, Memento's "
-        "default ($MEMENTO_PATH or ./.memento).",
+        "default ($MEMENTO_PATH, else the per-user data directory).",
     )
     url: str | None = Field(
         default=None, description="A Chroma server started with `chroma run`: http://host:port."
@@ -58,8 +58,9 @@ class MementoConnection(BaseModel):
     )
     embedding_model: str = Field(
         default=DEFAULT_MODEL,
-        description="A sentence-transformers model name or local path; it must be the model "
-        "that built the store.",
+        description="all-MiniLM-L6-v2 (ONNX Runtime; the default), all-MiniLM-L6-v2-int8, or, "
+        "with memento-core[torch], a sentence-transformers model name or local path; it must "
+        "be the model that built the store.",
     )
     user_id: str | None = Field(
         default=None, description="Whose memories these are; none: the store's anonymous user."

@@ -1,7 +1,7 @@
 """Memento over the Model Context Protocol: a store's memories as MCP tools, resources and a prompt.
 
 ``build_server(mem, scope)`` gives an ``MCPServer`` acting for one configured user; the
-``memento-mcp`` command serves it over stdio or streamable HTTP.
+``memento-mcp-server`` command serves it over stdio or streamable HTTP.
 
 Importing this package (or its ``plugin`` module, as Memento's plugin discovery does) loads no
 framework code: each name below is imported on first use.

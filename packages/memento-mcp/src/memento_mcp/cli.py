@@ -1,4 +1,5 @@
-"""The ``memento-mcp`` command: serve a Memento store over MCP (stdio or streamable HTTP).
+"""The ``memento-mcp-server`` command (also ``python -m memento_mcp``): serve a Memento store
+over MCP (stdio or streamable HTTP).
 
 The user the server acts for is fixed here, by ``--user`` (or ``$MEMENTO_USER``), and cannot be
 changed by a client. Over HTTP the server binds to 127.0.0.1 unless told otherwise, and with
@@ -21,23 +22,36 @@ if TYPE_CHECKING:
 
     from memento_core import Memento
 
+PROG = "memento-mcp-server"
+DISTRIBUTION = "memento-mcp-server"
 EXIT_USAGE = 2
 DEFAULT_PORT = 8765
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 TOKEN_ENV = "MEMENTO_MCP_TOKEN"
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(DISTRIBUTION)
+    except PackageNotFoundError:  # running from a source tree that is not installed
+        return "unknown"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="memento-mcp",
+        prog=PROG,
         description="Serve a Memento memory store to MCP clients, acting for one user.",
     )
+    parser.add_argument("--version", action="version", version=f"{PROG} {_version()}")
     store = parser.add_argument_group("store")
     where = store.add_mutually_exclusive_group()
     where.add_argument(
         "--path",
         type=Path,
-        help="embedded store directory (default: $MEMENTO_PATH, else ~/.memento)",
+        help="embedded store directory (default: $MEMENTO_PATH, else ~/.local/share/memento "
+        "or the platform's per-user data directory, as for the library and memento-core)",
     )
     where.add_argument("--url", help="Chroma server URL instead, e.g. http://127.0.0.1:8000")
     store.add_argument(
@@ -106,7 +120,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             mem = _open_store(args)
         server = build_server(mem, scope, log_level=args.log_level)
     except MementoError as err:
-        print(f"memento-mcp: error: {err}", file=sys.stderr)
+        print(f"{PROG}: error: {err}", file=sys.stderr)
         raise SystemExit(EXIT_USAGE) from None
 
     # Load the embedding model now, beside the server, so the first call does not wait for it.
@@ -128,8 +142,8 @@ def _open_store(args: argparse.Namespace) -> Memento:
 
     if args.url:
         return Memento.open(url=args.url, collection_prefix=args.collection_prefix)
-    path = args.path or Path(os.environ.get("MEMENTO_PATH") or Path.home() / ".memento")
-    return Memento.open(path, collection_prefix=args.collection_prefix)
+    # No path: Memento's default ($MEMENTO_PATH, else the per-user data directory).
+    return Memento.open(args.path, collection_prefix=args.collection_prefix)
 
 
 def _serve_http(
@@ -145,11 +159,11 @@ def _serve_http(
         app = BearerTokenGuard(app, token)
     elif host not in LOOPBACK:
         print(
-            f"memento-mcp: warning: serving {host} without a bearer token: anyone who can "
+            f"{PROG}: warning: serving {host} without a bearer token: anyone who can "
             f"reach this port can read and change {user!r}'s memories",
             file=sys.stderr,
         )
     where = f"[{host}]" if ":" in host else host
     guard = "bearer token required" if token else "no token"
-    print(f"memento-mcp: user {user!r} at http://{where}:{port}/mcp ({guard})", file=sys.stderr)
+    print(f"{PROG}: user {user!r} at http://{where}:{port}/mcp ({guard})", file=sys.stderr)
     uvicorn.run(app, host=host, port=port, log_level=log_level)

@@ -1,4 +1,4 @@
-"""The ``memento`` entry point of memento-mcp (found by ``memento_core.plugins``)."""
+"""The ``memento`` entry point of memento-mcp-server (found by ``memento_core.plugins``)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ def memento_register_adapters(register: Callable[[AdapterInfo], None]) -> None:
         AdapterInfo(
             name="mcp",
             framework="MCP",
-            package="memento-mcp",
+            package="memento-mcp-server",
             description="an MCP server (stdio, streamable HTTP): memory tools, memory:// "
             "resources, the memory_injection prompt",
             conformance_driver="memento_mcp.conformance:driver",
