@@ -88,7 +88,7 @@ def memory_record(item: MemoryItem) -> dict[str, Any]:
 
 
 def link_record(link: Link) -> dict[str, Any]:
-    return {
+    record = {
         "kind": "link",
         "source_id": link.source_id,
         "type": link.type.value,
@@ -96,6 +96,9 @@ def link_record(link: Link) -> dict[str, Any]:
         "created_at": _time(link.created_at),
         "note": link.note,
     }
+    if link.made_by is not None:  # older exports have no maker; keep them byte-identical
+        record["made_by"] = link.made_by
+    return record
 
 
 def feedback_record(event: FeedbackEvent) -> dict[str, Any]:
@@ -283,6 +286,7 @@ def parse_link(record: dict[str, Any]) -> Link:
         target_id=str(ends[1]),
         created_at=_parse_time(record.get("created_at"), "created_at") or _missing("created_at"),
         note=_note(record.get("note")),
+        made_by=check_scope_value(record.get("made_by"), "made_by"),
     )
 
 
