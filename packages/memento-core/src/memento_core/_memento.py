@@ -612,6 +612,23 @@ class Memento:
         user, and facts derived only from them. An unknown user is a no-op."""
         return lifecycle.erase_user(self._engine, user_id, extra_erasers=self._engine.user_erasers)
 
+    def on_erase_user(self, eraser: Callable[[str], int], *, name: str) -> None:
+        """Have ``erase_user`` also erase a user's records an adapter keeps beside memories
+        (say, LangGraph checkpoints): ``eraser(user_id)`` deletes them and returns how many.
+        ``name`` keys the count in ``ErasureReport.extra``; registering a name again replaces
+        the earlier eraser. Erasers run on this instance's ``erase_user``."""
+        if not callable(eraser):
+            raise InvalidInput(f"an eraser must be callable, got {type(eraser).__name__}")
+        if not isinstance(name, str) or not name.replace("_", "").isalnum():
+            raise InvalidInput(f"an eraser name is letters, digits and _, got {name!r}")
+
+        def erase(engine: Engine, user_id: str) -> int:
+            return eraser(user_id)
+
+        erase.__name__ = name
+        erasers = self._engine.user_erasers
+        erasers[:] = [e for e in erasers if e.__name__ != name] + [erase]
+
     def review_due(self, scope: Scope, *, now: datetime | None = None) -> list[MemoryItem]:
         """Memories whose spaced-review card is due, most overdue first."""
         return lifecycle.review_due(self._engine, scope, now=now)

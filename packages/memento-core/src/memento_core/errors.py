@@ -79,7 +79,7 @@ class NotOwner(MementoError, PermissionError):
     owner may change or delete it. Nothing was changed."""
 
     def __init__(self, what: str, action: str) -> None:
-        super().__init__(f"{what} belongs to another user; only its owner may {action} it")
+        super().__init__(f"{what} belongs to another user; only its owner can {action} it")
         self.what = what
         self.action = action
 
