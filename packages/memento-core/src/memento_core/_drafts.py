@@ -76,6 +76,7 @@ def validate_draft(
         raise InvalidInput(f"pinned must be true or false, got {draft.pinned!r}")
     if not isinstance(draft.source, str) or not draft.source.strip():
         raise InvalidInput(f"source must be a non-empty string, got {draft.source!r}")
+    check_text(draft.source, "source", max_chars=MAX_TITLE_CHARS)
     hotwords = check_hotword_variants(draft.hotwords) if draft.hotwords else ()
     memory_type = parse_enum(MemoryType, draft.type, "memory type")
     tags = check_tags(draft.tags)
