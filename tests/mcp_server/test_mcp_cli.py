@@ -49,7 +49,8 @@ def test_the_console_script_is_installed() -> None:
          "argument --url: not allowed with argument --path"),
         (["--user", "alice", "--transport", "sse"], {}, "invalid choice: 'sse'"),
     ],
-    ids=["no-user", "token-on-stdio", "blank-token", "empty-env-token", "bad-port", "path-and-url", "bad-transport"],
+    ids=["no-user", "token-on-stdio", "blank-token", "empty-env-token", "bad-port",
+         "path-and-url", "bad-transport"],
 )  # fmt: skip
 def test_a_bad_configuration_exits_2_with_one_line(
     args: list[str], env: dict[str, str], says: str
