@@ -99,6 +99,27 @@ def test_an_item_is_a_memory_of_the_user_its_namespace_names(
     assert store.get(("memories", alice), "coffee") is None
 
 
+def test_the_usual_langgraph_namespace_names_its_user_first(
+    store: MementoStore, shared_mem: Memento, fresh: Fresh
+) -> None:
+    user = fresh("u1")
+    store.put((user, "memories"), "tea", {"text": f"{user} takes green tea"})
+    memory = shared_mem.get(store.mapping.memory_id((user, "memories"), "tea"))
+    assert memory.scope.user_id == user
+    assert shared_mem.erase_user(user).memories == (memory.id,)
+    assert store.get((user, "memories"), "tea") is None
+
+
+def test_namespace_labels_and_keys_never_collide(store: MementoStore, fresh: Fresh) -> None:
+    root = fresh("notes")
+    store.put((root, "team", "a"), "b\x1ek", {"text": "the first item"})
+    store.put((root, "team", "a\x1eb"), "k", {"text": "the second item"})
+    first = store.get((root, "team", "a"), "b\x1ek")
+    second = store.get((root, "team", "a\x1eb"), "k")
+    assert first is not None and first.value == {"text": "the first item"}
+    assert second is not None and second.value == {"text": "the second item"}
+
+
 def test_the_user_label_can_be_moved_or_switched_off(shared_mem: Memento, fresh: Fresh) -> None:
     user = fresh("carol")
     first = MementoStore(shared_mem, user_label=0, project_id=fresh("p1"))

@@ -30,8 +30,10 @@ def store(shared_mem: Memento) -> MementoStore:
     ids=["trailing-newline", "whitespace-only", "300-chars", "tab", "c1-control"],
 )
 def test_any_valid_langgraph_user_label_can_be_stored(
-    store: MementoStore, shared_mem: Memento, fresh: Fresh, label: str
+    shared_mem: Memento, fresh: Fresh, label: str
 ) -> None:
+    # The user is the second label here (the default reads ("users", x) as user "users").
+    store = MementoStore(shared_mem, index={"fields": ["text"]}, user_label=1)
     namespace = (fresh("users"), label)
     store.put(namespace, "pref", {"text": "Prefers tea over coffee"})
 

@@ -11,7 +11,7 @@ from llama_index.core.base.llms.types import ChatMessage, ImageBlock, MessageRol
 from llama_index.core.memory import Memory
 from llama_index.core.storage.chat_store.base_db import MessageStatus
 
-from memento_core import Embedder, InvalidInput, Memento, Scope
+from memento_core import Embedder, InvalidInput, Memento, NotOwner, Scope
 from memento_llamaindex import MementoChatStore, MementoMemoryBlock
 
 
@@ -254,3 +254,20 @@ async def test_bad_chat_store_requests_raise_and_change_nothing(store: Memento) 
     with pytest.raises(InvalidInput, match="session_id"):
         await chats.add_message("", user("x"))
     assert await chats.get_messages("b", status=None) == before
+
+
+async def test_a_chat_key_is_not_a_capability(store: Memento) -> None:
+    """Bob's chat store cannot read, add to, archive or delete alice's session (issue 21)."""
+    hers = MementoChatStore(store=store, user_id="alice")
+    await hers.set_messages("alice-key", [user("my pin is 7312"), assistant("noted")])
+    bobs = MementoChatStore(store=store, user_id="bob")
+    for attempt in (
+        lambda: bobs.get_messages("alice-key"),
+        lambda: bobs.count_messages("alice-key"),
+        lambda: bobs.add_message("alice-key", user("bob was here")),
+        lambda: bobs.delete_messages("alice-key"),
+        lambda: bobs.archive_oldest_messages("alice-key", 1),
+    ):
+        with pytest.raises(NotOwner, match="belongs to another user"):
+            await attempt()
+    assert contents(await hers.get_messages("alice-key")) == ["my pin is 7312", "noted"]

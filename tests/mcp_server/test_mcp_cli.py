@@ -43,12 +43,15 @@ def test_the_console_script_is_installed() -> None:
         (["--user", "alice", "--token", "t"], {}, "--token applies to --transport http only"),
         (["--user", "alice", "--transport", "http", "--token", " t"], {},
          "the bearer token must be non-empty, without surrounding spaces"),
+        (["--user", "alice", "--transport", "http"], {"MEMENTO_MCP_TOKEN": ""},
+         "the bearer token must be non-empty, without surrounding spaces"),
         (["--user", "alice", "--port", "70000"], {}, "not a port number: '70000'"),
         (["--user", "alice", "--path", "x", "--url", "http://127.0.0.1:1"], {},
          "argument --url: not allowed with argument --path"),
         (["--user", "alice", "--transport", "sse"], {}, "invalid choice: 'sse'"),
     ],
-    ids=["no-user", "token-on-stdio", "blank-token", "bad-port", "path-and-url", "bad-transport"],
+    ids=["no-user", "token-on-stdio", "blank-token", "empty-env-token", "bad-port",
+         "path-and-url", "bad-transport"],
 )  # fmt: skip
 def test_a_bad_configuration_exits_2_with_one_line(
     args: list[str], env: dict[str, str], says: str

@@ -139,3 +139,14 @@ def _records(path: Path, memory_ids: tuple[str, ...]) -> list[dict[str, Any]]:
         if wanted & {record.get("id"), record.get("memory_id"), record.get("source_id"),
                      record.get("target_id")}
     ]  # fmt: skip
+
+
+def test_a_link_never_lets_a_hard_forget_erase_another_users_memory(
+    stdio: SyncSession, ids: Seeded
+) -> None:
+    own = stdio.ok("remember", {"content": "Alice's scratch note to link from"})["memory_id"]
+    for other in (ids.bob_public, ids.carol_team_apollo):
+        stdio.ok("link", {"source_id": other, "type": "derived_from", "target_id": own})
+    stdio.ok("forget", {"memory_id": own, "hard": True})
+    for other in (ids.bob_public, ids.carol_team_apollo):
+        assert stdio.read(f"memory://{other}")["id"] == other

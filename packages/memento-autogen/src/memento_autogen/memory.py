@@ -219,7 +219,7 @@ def _erase_scope(store: Memento, scope: Scope) -> None:
     # Forgotten (soft-deleted) memories are erased too: clear() is a hard delete.
     for item in store.items(scope=scope, include_deleted=True):
         if all(getattr(item.scope, name) == value for name, value in wanted.items()):
-            store.forget(item.id, hard=True)
+            store.forget(item.id, hard=True, scope=scope)
 
 
 def _config_matching(config: MementoMemoryConfig, store: Memento) -> MementoMemoryConfig:

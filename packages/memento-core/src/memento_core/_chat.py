@@ -27,6 +27,12 @@ summary (``archive_messages``). The archive mark says how far a session is archi
 
 The ``ChatMemory`` objects of one session in one process share its state; on a Chroma server
 each call first picks up what other processes wrote. Open an embedded store once per process.
+
+A session belongs to the user (with agent and project) whose scope first wrote to it: an owner
+record is kept beside its messages. A chat opened with another user's scope is refused
+(``NotOwner``) on every call — window, append, history, reset, archive — so a session id is not
+a capability; summaries of a session (overflow and archive) are the owner's memories, never the
+caller's. A chat opened without a scope is the application acting as the store's owner.
 """
 
 from __future__ import annotations
@@ -62,7 +68,7 @@ from memento_core._storage import SideRecords, from_micros, to_micros
 from memento_core._summarize import ExtractiveSummarizer, Summarizer, is_filler, message_text
 from memento_core._tokens import TokenCounter, count_message, default_counter
 from memento_core._twins import async_twin
-from memento_core.errors import InvalidInput, InvalidScope
+from memento_core.errors import InvalidInput, InvalidScope, NotOwner
 
 
 class _HasEngine(Protocol):
@@ -175,6 +181,7 @@ class _Log:
         self.last_ts = 0
         self.last_key = ""
         self.pending: list[Message] | None = None
+        self.owner: Scope | None = None  # the session's owner, once known
 
 
 class _Chats:
@@ -240,6 +247,7 @@ class ChatMemory:
         if policy is not None and not isinstance(policy, WindowPolicy):
             raise InvalidInput(f"policy must be a WindowPolicy, got {type(policy).__name__}")
         self.session_id = session_id
+        self._caller = scope
         self.scope = (scope or Scope()).with_session(session_id)
         self.policy = policy or WindowPolicy()
         self.counter = counter or default_counter()
@@ -271,7 +279,7 @@ class ChatMemory:
         if no_save:
             return checked
         with self._log.lock:
-            self._ready()
+            self._ready("append to")
             return self._commit(checked)
 
     def set_system(self, content: str | Message) -> Message:
@@ -282,7 +290,7 @@ class ChatMemory:
         """The current context, oldest first, the system message first. With ``no_history``
         only the system message: answer this turn without the session's earlier messages."""
         with self._log.lock:
-            self._ready()
+            self._ready("read")
             system = [self._log.system] if self._log.system else []
             return system if no_history else system + _visible(self._log.tail)
 
@@ -292,7 +300,7 @@ class ChatMemory:
 
     def history(self) -> list[Message]:
         """Every message ever appended to this session (evicted ones too), oldest first."""
-        return history(self._engine, self.session_id)
+        return history(self._engine, self.session_id, scope=self._caller)
 
     def reset(self, *, purge: bool = False) -> None:
         """Empty the window, system message included; history is kept, and what was not archived
@@ -302,20 +310,23 @@ class ChatMemory:
         log = self._log
         with log.lock:
             if not purge:
-                self._ready()
+                self._ready("reset")
                 self._reset()
                 return
+            check_session_owner(self._engine, self.session_id, self._caller, "purge")
             self._chats.collection.delete(where={"session": self.session_id})
             log.tail, log.system, log.pending, log.marks = [], None, [], dict(_NO_MARKS)
-            log.loaded = True
+            log.owner, log.loaded = None, True
 
     def archive(self, summarizer: Summarizer | None = None) -> str:
         """Archive the whole session into episodic memory and return its summary's id (see
         ``summarize_thread``); the window stays as it is."""
         chosen = summarizer or self.summarizer
         with self._log.lock:
-            self._ready()
-            summary, last = _archive_session(self._engine, self.session_id, chosen, self.scope)
+            self._ready("archive")
+            summary, last = _archive_session(
+                self._engine, self.session_id, chosen, self._owner_scope()
+            )
             if last > self._log.marks["snap"]:
                 self._write([], {"snap": last})
                 self._log.pending = []
@@ -326,6 +337,7 @@ class ChatMemory:
         and empty the window. Returns the new archive's summary id, if one was written.
         History is kept; appending again starts a new window."""
         with self._log.lock:
+            check_session_owner(self._engine, self.session_id, self._caller, "close")
             self._catch_up()
             return self._reset()
 
@@ -432,6 +444,11 @@ class ChatMemory:
             budget=budget,
         )
 
+    def _owner_scope(self) -> Scope:
+        """Whose archives this session's are: its owner's, never the caller's."""
+        owner = session_owner(self._engine, self.session_id) or self.scope
+        return owner.with_session(self.session_id)
+
     def _reset(self) -> str | None:
         """End the window: archive what is not archived yet (``archive_on_end``; else only the
         overflow waiting for a snapshot), then empty it. Returns the archive's summary id."""
@@ -455,7 +472,7 @@ class ChatMemory:
             return None
         try:
             summary: str | None = archive_messages(
-                self._engine, self.summarizer, rest, self.scope, reason=reason
+                self._engine, self.summarizer, rest, self._owner_scope(), reason=reason
             )
         except InvalidInput:  # nothing with text: bare tool calls, empty results
             summary = None
@@ -485,13 +502,17 @@ class ChatMemory:
             return log.marks["snap"], pending
         # InvalidInput: the evicted messages hold no text (empty tool results).
         with contextlib.suppress(InvalidInput):
-            archive_messages(self._engine, self.summarizer, pending, self.scope, reason="overflow")
+            archive_messages(
+                self._engine, self.summarizer, pending, self._owner_scope(), reason="overflow"
+            )
         return pending[-1].id or "", []
 
     # ----------------------------------------------------------------- storage
 
-    def _ready(self) -> None:
-        """Load the session once, catch up with other writers, expire it, keep it in policy."""
+    def _ready(self, action: str) -> None:
+        """Check the caller owns the session, load it once, catch up with other writers,
+        expire it, keep it in policy."""
+        check_session_owner(self._engine, self.session_id, self._caller, action)
         log = self._log
         self._expire(utcnow())
         tail, evicted = self._fit(log.tail, log.system)
@@ -533,7 +554,12 @@ class ChatMemory:
             where = {"session": seed.session_id, "kind": "message"}
             records = _query(self._chats.collection, where)
             owner = self.scope.user_id
-            if owner and any(meta["user_id"] != owner for _, meta, _ in records):
+            earlier_owner = session_owner(self._engine, seed.session_id)
+            if (owner and any(meta["user_id"] != owner for _, meta, _ in records)) or (
+                self._caller is not None
+                and earlier_owner is not None
+                and earlier_owner.user_id != self._caller.user_id
+            ):
                 raise InvalidInput(f"session {seed.session_id!r} has no messages to start from")
             earlier = [m for m in (_decode(*r) for r in records) if m.role is not Role.SYSTEM]
             seed = _visible(earlier[-seed.last :])
@@ -614,6 +640,8 @@ class ChatMemory:
             )
         if not ids:
             return
+        if messages and log.owner is None:
+            _claim(self._engine, self.session_id, self.scope, self._caller)
         chats.collection.put(ids, documents, metadatas)
         log.marks = moved
         for record_id, meta in zip(ids, metadatas):
@@ -623,9 +651,64 @@ class ChatMemory:
                 log.last_key = max(log.last_key, record_id)
 
 
-def history(engine: Engine, session_id: str) -> list[Message]:
-    """Every message of a session, evicted ones included, oldest first."""
+def _owner_key(session_id: str) -> str:
+    return f"owner:{session_id}"
+
+
+def session_owner(engine: Engine, session_id: str) -> Scope | None:
+    """The scope that owns a session (None: nobody has written to it yet). A session written
+    before owners were recorded belongs to the user of its first message."""
+    chats = _chats(engine)
+    log = chats.log(session_id)
+    if log.owner is not None:
+        return log.owner
+    found = chats.collection.get([_owner_key(session_id)])
+    meta: Mapping[str, Any] | None = found[0].metadata if found else None
+    if meta is None:
+        first = _query(chats.collection, {"session": session_id, "kind": "message"})[:1]
+        meta = first[0][1] if first else None
+    if meta is None:
+        return None
+    owner = Scope(
+        user_id=meta["user_id"] or None,
+        agent_id=meta["agent_id"] or None,
+        project_id=meta["project_id"] or None,
+    )
+    log.owner = owner
+    return owner
+
+
+def check_session_owner(engine: Engine, session_id: str, caller: Scope | None, action: str) -> None:
+    """``NotOwner`` unless ``caller`` is the session's user (or absent: the application)."""
+    if caller is None:
+        return
+    owner = session_owner(engine, session_id)
+    if owner is not None and (owner.user_id or "") != (caller.user_id or ""):
+        raise NotOwner(f"chat session {session_id!r}", action)
+
+
+def _claim(engine: Engine, session_id: str, scope: Scope, caller: Scope | None) -> None:
+    """Record the session's owner on its first write; the first writer wins a race."""
+    chats = _chats(engine)
+    owner_meta = {
+        "session": session_id,
+        "kind": "owner",
+        "writer": chats.writer,
+        "ts": 0,
+        "user_id": scope.user_id or "",
+        "agent_id": scope.agent_id or "",
+        "project_id": scope.project_id or "",
+    }
+    if session_owner(engine, session_id) is None:
+        chats.collection.add([_owner_key(session_id)], [""], [owner_meta])
+    check_session_owner(engine, session_id, caller, "append to")
+
+
+def history(engine: Engine, session_id: str, *, scope: Scope | None = None) -> list[Message]:
+    """Every message of a session, evicted ones included, oldest first; with ``scope``, only
+    the session's owner may read it (``NotOwner``)."""
     _check_session(session_id)
+    check_session_owner(engine, session_id, scope, "read")
     where = {"session": session_id, "kind": "message"}
     return [_decode(*r) for r in _query(_chats(engine).collection, where)]
 
@@ -639,13 +722,15 @@ def erase_user_messages(engine: Engine, user_id: str) -> int:
     chats = _chats(engine)
     found = _query(chats.collection, {"user_id": user_id, "kind": "message"})
     marks = _query(chats.collection, {"user_id": user_id, "kind": "mark"})
-    chats.collection.delete(ids=[record[0] for record in [*found, *marks]])
-    for session_id in {meta["session"] for _, meta, _ in [*found, *marks]}:
+    owned = _query(chats.collection, {"user_id": user_id, "kind": "owner"})
+    chats.collection.delete(ids=[record[0] for record in [*found, *marks, *owned]])
+    for session_id in {meta["session"] for _, meta, _ in [*found, *marks, *owned]}:
         log = chats.sessions.get(session_id)
         if log is not None:
             with log.lock:  # forget what this process held; the next call reloads
                 log.loaded, log.tail, log.system, log.pending = False, [], None, None
                 log.marks, log.last_key = dict(_NO_MARKS), ""
+                log.owner = None
     return len(found)
 
 
@@ -676,10 +761,15 @@ def _archive_session(
     records = _query(_chats(engine).collection, {"session": session_id, "kind": "message"})
     messages = [m for m in (_decode(*r) for r in records) if m.role is not Role.SYSTEM]
     owner = scope.user_id if scope is not None else None
-    if not messages or (owner and any(meta["user_id"] != owner for _, meta, _ in records)):
+    session = session_owner(engine, session_id)
+    if (
+        not messages
+        or (owner and any(meta["user_id"] != owner for _, meta, _ in records))
+        or (scope is not None and session is not None and session.user_id != scope.user_id)
+    ):
         raise InvalidInput(f"session {session_id!r} has no messages to summarise")
     if scope is None:
-        scope = _scope_of(records[-1][1])
+        scope = session or _scope_of(records[-1][1])
     summary = archive_messages(
         engine, summarizer, messages, scope.with_session(session_id), reason="thread"
     )

@@ -72,8 +72,11 @@ def validate_draft(
         check_text(draft.title, "title", max_chars=MAX_TITLE_CHARS)
     if draft.data is not None and not isinstance(draft.data, Mapping):
         raise InvalidInput(f"data must be a dictionary, got {type(draft.data).__name__}")
+    if not isinstance(draft.pinned, bool):
+        raise InvalidInput(f"pinned must be true or false, got {draft.pinned!r}")
     if not isinstance(draft.source, str) or not draft.source.strip():
         raise InvalidInput(f"source must be a non-empty string, got {draft.source!r}")
+    check_text(draft.source, "source", max_chars=MAX_TITLE_CHARS)
     hotwords = check_hotword_variants(draft.hotwords) if draft.hotwords else ()
     memory_type = parse_enum(MemoryType, draft.type, "memory type")
     tags = check_tags(draft.tags)
@@ -82,7 +85,7 @@ def validate_draft(
         lifetime = retention.retention_for(memory_type, tags)
     else:
         lifetime = check_duration(draft.retention, "retention")
-    expires_at = as_utc(draft.expires_at, "expires_at") if draft.expires_at else None
+    expires_at = as_utc(draft.expires_at, "expires_at") if draft.expires_at is not None else None
     if expires_at is None and lifetime is not None:
         expires_at = now + lifetime
     if draft.id is not None:
@@ -100,7 +103,7 @@ def validate_draft(
         pinned=bool(draft.pinned),
         tags=tags,
         hotwords=hotwords,
-        created_at=as_utc(draft.created_at, "created_at") if draft.created_at else now,
+        created_at=as_utc(draft.created_at, "created_at") if draft.created_at is not None else now,
         expires_at=expires_at,
         origin_trace=check_json(draft.origin_trace, "origin_trace"),
         retention=lifetime,

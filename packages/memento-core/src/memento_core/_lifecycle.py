@@ -20,6 +20,7 @@ from memento_core._model import (
     check_scope_value,
     utcnow,
 )
+from memento_core._ownership import cascades, owned, owner_of
 from memento_core._ranking import recency, usage
 from memento_core._storage import to_micros
 from memento_core._usage import used_fields
@@ -66,19 +67,26 @@ def _check_limit(limit: object) -> None:
         raise InvalidInput(f"limit must be a whole number ≥ 1, got {limit!r}")
 
 
-def set_fields(engine: Engine, memory_id: str, **fields: Any) -> MemoryItem:
-    """Change flat fields of one memory (pin, restore); returns it as now stored."""
+def set_fields(
+    engine: Engine, memory_id: str, action: str, caller: Scope | None, **fields: Any
+) -> MemoryItem:
+    """Change flat fields of one memory (pin, restore) the caller owns; returns it as stored."""
     engine.check_writable()
-    engine.get(memory_id, include_deleted=True)
+    owned(engine, memory_id, caller, action)
     engine.hotwords_changed()
     engine.store.set_fields([memory_id], fields)
     return engine.get(memory_id, include_deleted=True)
 
 
-def forget(engine: Engine, memory_id: str, *, hard: bool = False) -> None:
-    """Hide a memory (soft) or erase it (hard, with what ``erase`` takes along)."""
+def forget(
+    engine: Engine, memory_id: str, *, hard: bool = False, caller: Scope | None = None
+) -> None:
+    """Hide a memory (soft) or erase it (hard, with what ``erase`` takes along): only one
+    the caller owns."""
+    if not isinstance(hard, bool):
+        raise InvalidInput(f"hard must be true or false, got {hard!r}")
     engine.check_writable()
-    engine.get(memory_id, include_deleted=True)
+    owned(engine, memory_id, caller, "forget")
     engine.hotwords_changed()
     if hard:
         erase(engine, [memory_id])
@@ -144,13 +152,15 @@ def purge(
 
 def erase(engine: Engine, memory_ids: Sequence[str]) -> tuple[list[str], list[str]]:
     """Hard-delete memories with their vectors, links and feedback, and every memory derived
-    only from erased ones (transitively: a fact of facts goes once all its sources are gone).
+    only from erased ones of its own owner (transitively: a fact of facts goes once all its
+    sources are gone). A derived memory of another user never goes: links are not ownership.
 
     Returns ``(derived, unlinked)``: the derived memories erased too, and those kept because
-    they have other sources (only their links to the erased go).
+    they have other sources or another owner (only their links to the erased go).
     """
     store = engine.store
     erased = set(memory_ids)
+    owners = {item.id: owner_of(item) for item in store.items_by_id(sorted(erased))}
     derived: list[str] = []
     kept: set[str] = set()
     frontier = sorted(erased)
@@ -159,9 +169,16 @@ def erase(engine: Engine, memory_ids: Sequence[str]) -> tuple[list[str], list[st
             link.source_id for link in store.links_of_type(LinkType.DERIVED_FROM, targets=frontier)
         }
         frontier = []
+        candidates = {item.id: item for item in store.items_by_id(sorted(sources - erased))}
         for derived_id in sorted(sources - erased):
-            targets = store.links_of_type(LinkType.DERIVED_FROM, sources=[derived_id])
-            if {link.target_id for link in targets} <= erased:
+            links = store.links_of_type(LinkType.DERIVED_FROM, sources=[derived_id])
+            candidate = candidates.get(derived_id)
+            if (
+                candidate is not None
+                and {link.target_id for link in links} <= erased
+                and all(cascades(link, candidate, owners.get(link.target_id)) for link in links)
+            ):
+                owners[derived_id] = owner_of(candidate)
                 erased.add(derived_id)
                 derived.append(derived_id)
                 frontier.append(derived_id)
@@ -184,6 +201,7 @@ def erase_records(engine: Engine, memory_ids: Sequence[str]) -> None:
         store.delete_links_touching(ids)
         store.delete_events_of(ids)
         _close_timeline_gaps(engine, ids)
+        _clear_superseded(engine, ids)
         engine.noted(store.delete_items(ids))
         engine.unindexed(ids)
 
@@ -205,6 +223,13 @@ def _close_timeline_gaps(engine: Engine, erased: Sequence[str]) -> None:
         ids.append(item.id)
         updates.append({"follows": "" if predecessor in gone else predecessor})
     engine.store.set_fields(ids, updates)
+
+
+def _clear_superseded(engine: Engine, erased: Sequence[str]) -> None:
+    """A memory superseded by an erased one is superseded no more: no erased id stays behind."""
+    gone = set(erased)
+    stale = [i.id for i in engine.store.items_superseded_by(list(gone)) if i.id not in gone]
+    engine.store.set_fields(stale, {"superseded_by": ""})
 
 
 def erase_user(
@@ -251,16 +276,22 @@ def review_due(
 
 
 def review(
-    engine: Engine, memory_id: str, grade: int, *, now: datetime | None = None
+    engine: Engine,
+    memory_id: str,
+    grade: int,
+    *,
+    now: datetime | None = None,
+    caller: Scope | None = None,
 ) -> MemoryItem:
-    """Record a review (grade 0..5) and reschedule the card; it counts as a use."""
+    """Record a review (grade 0..5) of a memory the caller owns and reschedule the card; it
+    counts as a use."""
     if isinstance(grade, bool) or not isinstance(grade, int) or not 0 <= grade <= 5:
         raise InvalidInput(f"grade must be a whole number from 0 to 5, got {grade!r}")
     moment = as_utc(now, "now") if now else utcnow()
     engine.check_writable()
     policy = engine.review_policy
     with engine.store.lock:
-        item = engine.get(memory_id)
+        item = owned(engine, memory_id, caller, "review", include_deleted=False)
         step = policy.next_step(item.review_step, grade) if item.review_due_at else 0
         due = policy.due_after(step, moment)
         fields = {**used_fields(item, moment), "review_step": step, "review_due_at": to_micros(due)}

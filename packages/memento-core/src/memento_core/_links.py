@@ -10,9 +10,12 @@ from memento_core._model import (
     FeedbackKind,
     Link,
     LinkType,
+    Scope,
     check_text,
+    finite_number,
     parse_enum,
 )
+from memento_core._ownership import caller_user, owned
 from memento_core._storage import link_id
 from memento_core._usage import used_fields
 from memento_core.errors import InvalidInput
@@ -20,21 +23,34 @@ from memento_core.errors import InvalidInput
 if TYPE_CHECKING:
     from memento_core._engine import Engine
 
+MAX_SCORE = 1e6
+"""Feedback scores beyond this are refused (an int too large for a float would overflow)."""
+
 
 def link(
-    engine: Engine, source_id: str, type: LinkType | str, target_id: str, *, note: str | None
+    engine: Engine,
+    source_id: str,
+    type: LinkType | str,
+    target_id: str,
+    *,
+    note: str | None,
+    caller: Scope | None = None,
 ) -> Link:
     """Record a typed link between two existing memories (idempotent: linking again returns
-    the first link, its time and note included)."""
+    the first link, its time and note included). With a caller, both ends must be memories it
+    may see, and the link records its user as ``made_by``. Linking changes neither memory, so
+    another user's shared memory may be linked; what an erasure takes along is decided by
+    ownership (``_lifecycle.erase``), never by links."""
     engine.check_writable()
     link_type = parse_enum(LinkType, type, "link type")
     if source_id == target_id:
         raise InvalidInput("a memory cannot link to itself")
     if note is not None:
         check_text(note, "note", max_chars=MAX_TITLE_CHARS)
-    engine.get(source_id, include_deleted=True)
-    engine.get(target_id, include_deleted=True)
-    created = Link(source_id, link_type, target_id, note=note)
+    engine.get(source_id, scope=caller, include_deleted=True)
+    engine.get(target_id, scope=caller, include_deleted=True)
+    made_by = None if caller is None else caller_user(caller) or None
+    created = Link(source_id, link_type, target_id, note=note, made_by=made_by)
     with engine.store.lock:
         existing = engine.store.link(link_id(created))
         if existing is not None:
@@ -57,17 +73,20 @@ def feedback(
     *,
     score: float,
     note: str | None,
+    caller: Scope | None = None,
 ) -> FeedbackEvent:
-    """Record how a memory served; the counter feeds ranking's usage term."""
+    """Record how a memory served; the counter feeds ranking's usage term. Feedback changes the
+    memory's counters, so a caller gives it only on memories it owns."""
     engine.check_writable()
     feedback_kind = parse_enum(FeedbackKind, kind, "feedback kind")
-    if isinstance(score, bool) or not isinstance(score, (int, float)) or score != score:
-        raise InvalidInput(f"score must be a number, got {score!r}")
+    number = finite_number(score)
+    if number is None or abs(number) > MAX_SCORE:
+        raise InvalidInput(f"score must be a finite number within ±{MAX_SCORE:g}, got {score!r}")
     if note is not None:
         check_text(note, "note", max_chars=MAX_TITLE_CHARS)
     with engine.store.lock:
-        item = engine.get(memory_id, include_deleted=True)
-        event = FeedbackEvent(memory_id, feedback_kind, float(score), note=note)
+        item = owned(engine, memory_id, caller, "give feedback on")
+        event = FeedbackEvent(memory_id, feedback_kind, number, note=note)
         engine.store.add_event(event)
         count = item.feedback.get(feedback_kind.value, 0) + 1
         engine.store.set_fields(

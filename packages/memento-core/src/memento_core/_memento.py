@@ -49,6 +49,7 @@ from memento_core._model import (
     Scope,
     utcnow,
 )
+from memento_core._ownership import owned
 from memento_core._paths import default_store_path
 from memento_core._policies import FOREVER, Retention, RetentionPolicy, ReviewPolicy
 from memento_core._ranking import RankingWeights, Recalled
@@ -289,14 +290,17 @@ class Memento:
         privacy: Privacy | str | None = None,
         type: MemoryType | str | None = None,
         expires_at: datetime | None = None,
+        scope: Scope | None = None,
     ) -> MemoryItem:
         """Change fields of a stored memory in place and return it as now stored.
 
         Fields left as None keep their value. A new ``content`` is embedded again; the id,
         scope, creation time, usage, review state, links and ``origin_trace`` (provenance)
-        stay. A soft-deleted memory can be updated and stays hidden until ``restore``.
+        stay. A soft-deleted memory can be updated and stays hidden until ``restore``. With
+        ``scope`` (the caller), only a memory of its own user (``NotOwner`` otherwise).
         """
-        old = self.get(memory_id, include_deleted=True)
+        self._engine.check_writable()
+        old = owned(self._engine, memory_id, scope, "update")
         draft = MemoryDraft(
             id=memory_id,
             content=old.content if content is None else content,
@@ -364,32 +368,45 @@ class Memento:
 
     # --------------------------------------------------------------- lifecycle
 
-    def pin(self, memory_id: str) -> MemoryItem:
+    # Every method that changes a memory takes ``scope``: the caller. With it, the memory must
+    # be the caller's own (``NotOwner``; ``MemoryNotFound`` if it may not even see it); see
+    # ``memento_core._ownership``. Without it, the application acts as the store's owner.
+
+    def pin(self, memory_id: str, *, scope: Scope | None = None) -> MemoryItem:
         """Pin a memory: it never expires and is never offered for forgetting."""
-        return lifecycle.set_fields(self._engine, memory_id, pinned=True)
+        return lifecycle.set_fields(self._engine, memory_id, "pin", scope, pinned=True)
 
-    def unpin(self, memory_id: str) -> MemoryItem:
-        return lifecycle.set_fields(self._engine, memory_id, pinned=False)
+    def unpin(self, memory_id: str, *, scope: Scope | None = None) -> MemoryItem:
+        return lifecycle.set_fields(self._engine, memory_id, "unpin", scope, pinned=False)
 
-    def forget(self, memory_id: str, *, hard: bool = False) -> None:
+    def forget(self, memory_id: str, *, hard: bool = False, scope: Scope | None = None) -> None:
         """Hide a memory (soft: ``restore`` brings it back) or erase it (hard).
 
         A hard forget removes the memory, its vector, every link that touches it, its
-        feedback events, and facts derived only from it. Chroma may keep freed bytes in its
-        files until compaction (see the README).
+        feedback events, and facts of the same owner derived only from it (another user's
+        memory only loses its link). Chroma may keep freed bytes in its files until
+        compaction (see the README).
         """
-        lifecycle.forget(self._engine, memory_id, hard=hard)
+        lifecycle.forget(self._engine, memory_id, hard=hard, caller=scope)
 
-    def restore(self, memory_id: str) -> MemoryItem:
+    def restore(self, memory_id: str, *, scope: Scope | None = None) -> MemoryItem:
         """Undo a soft forget."""
         # The store keeps 0 for "not deleted"; the item says None.
-        return lifecycle.set_fields(self._engine, memory_id, deleted_at=0)
+        return lifecycle.set_fields(self._engine, memory_id, "restore", scope, deleted_at=0)
 
     def link(
-        self, source_id: str, type: LinkType | str, target_id: str, *, note: str | None = None
+        self,
+        source_id: str,
+        type: LinkType | str,
+        target_id: str,
+        *,
+        note: str | None = None,
+        scope: Scope | None = None,
     ) -> Link:
-        """Record a typed link between two existing memories (idempotent)."""
-        return links.link(self._engine, source_id, type, target_id, note=note)
+        """Record a typed link between two existing memories (idempotent). With ``scope``,
+        both must be visible to it and the link records its user (``made_by``); a link never
+        lets an erasure reach another user's memory."""
+        return links.link(self._engine, source_id, type, target_id, note=note, caller=scope)
 
     def links(self, memory_id: str) -> list[Link]:
         """Every link from or to this memory, oldest first."""
@@ -402,9 +419,11 @@ class Memento:
         *,
         score: float = 1.0,
         note: str | None = None,
+        scope: Scope | None = None,
     ) -> FeedbackEvent:
-        """Record how a memory served: ``used``, ``helpful``, ``not_helpful``, … (feeds ranking)."""
-        return links.feedback(self._engine, memory_id, kind, score=score, note=note)
+        """Record how a memory served: ``used``, ``helpful``, ``not_helpful``, … (feeds ranking).
+        With ``scope``, only on the caller's own memories."""
+        return links.feedback(self._engine, memory_id, kind, score=score, note=note, caller=scope)
 
     def feedback_events(self, memory_id: str) -> list[FeedbackEvent]:
         return links.feedback_events(self._engine, memory_id)
@@ -498,9 +517,10 @@ class Memento:
             summarizer=summarizer,
         )
 
-    def history(self, session_id: str) -> list[Message]:
-        """Every message of a chat session, evicted ones included, oldest first."""
-        return chat_history(self._engine, session_id)
+    def history(self, session_id: str, *, scope: Scope | None = None) -> list[Message]:
+        """Every message of a chat session, evicted ones included, oldest first. With
+        ``scope``, only the session's owner may read it (``NotOwner``)."""
+        return chat_history(self._engine, session_id, scope=scope)
 
     def summarize_thread(
         self, session_id: str, *, summarizer: Summarizer | None = None, scope: Scope | None = None
@@ -593,13 +613,38 @@ class Memento:
         user, and facts derived only from them. An unknown user is a no-op."""
         return lifecycle.erase_user(self._engine, user_id, extra_erasers=self._engine.user_erasers)
 
+    def on_erase_user(self, eraser: Callable[[str], int], *, name: str) -> None:
+        """Have ``erase_user`` also erase a user's records an adapter keeps beside memories
+        (say, LangGraph checkpoints): ``eraser(user_id)`` deletes them and returns how many.
+        ``name`` keys the count in ``ErasureReport.extra``; registering a name again replaces
+        the earlier eraser. Erasers run on this instance's ``erase_user``."""
+        if not callable(eraser):
+            raise InvalidInput(f"an eraser must be callable, got {type(eraser).__name__}")
+        if not isinstance(name, str) or not name.replace("_", "").isalnum():
+            raise InvalidInput(f"an eraser name is letters, digits and _, got {name!r}")
+
+        def erase(engine: Engine, user_id: str) -> int:
+            return eraser(user_id)
+
+        erase.__name__ = name
+        erasers = self._engine.user_erasers
+        erasers[:] = [e for e in erasers if e.__name__ != name] + [erase]
+
     def review_due(self, scope: Scope, *, now: datetime | None = None) -> list[MemoryItem]:
         """Memories whose spaced-review card is due, most overdue first."""
         return lifecycle.review_due(self._engine, scope, now=now)
 
-    def review(self, memory_id: str, grade: int, *, now: datetime | None = None) -> MemoryItem:
-        """Grade a review 0..5; the card moves on (grade ≥ 3) or starts over. Counts as a use."""
-        return lifecycle.review(self._engine, memory_id, grade, now=now)
+    def review(
+        self,
+        memory_id: str,
+        grade: int,
+        *,
+        now: datetime | None = None,
+        scope: Scope | None = None,
+    ) -> MemoryItem:
+        """Grade a review 0..5; the card moves on (grade ≥ 3) or starts over. Counts as a use.
+        With ``scope``, only the caller's own memories."""
+        return lifecycle.review(self._engine, memory_id, grade, now=now, caller=scope)
 
     def sleep(
         self,

@@ -72,13 +72,25 @@ def utcnow() -> datetime:
     return datetime.now(timezone.utc)
 
 
+MAX_YEAR = 9000
+"""Later times are refused: schedules add years to them, and a datetime ends at 9999."""
+
+
 def as_utc(value: datetime, what: str = "timestamp") -> datetime:
     """Naive datetimes are taken as UTC; aware ones are converted to it."""
     if not isinstance(value, datetime):
-        raise InvalidInput(f"{what} must be a datetime, got {type(value).__name__}")
-    if value.tzinfo is None:
-        return value.replace(tzinfo=timezone.utc)
-    return value.astimezone(timezone.utc)
+        raise InvalidInput(f"{what} must be a datetime, got {type(value).__name__}: {value!r}")
+    try:
+        utc = (
+            value.replace(tzinfo=timezone.utc)
+            if value.tzinfo is None
+            else value.astimezone(timezone.utc)
+        )
+    except OverflowError:
+        utc = None
+    if utc is None or not 1 < utc.year <= MAX_YEAR:
+        raise InvalidInput(f"{what} must be between the years 2 and {MAX_YEAR}, got {value!r}")
+    return utc
 
 
 def check_text(value: object, what: str, *, max_chars: int = MAX_CONTENT_CHARS) -> str:
@@ -135,10 +147,22 @@ def check_tags(tags: Iterable[object] | None) -> tuple[str, ...]:
     return tuple(result)
 
 
+def finite_number(value: object) -> float | None:
+    """``value`` as a float if it is a finite real number (not a bool), else None. An int too
+    large for a float counts as not finite instead of raising ``OverflowError``."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None
+
+
 def check_importance(value: object) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise InvalidInput(f"importance must be a number from 0 to 1, got {value!r}")
-    if math.isnan(value) or not 0.0 <= value <= 1.0:
+    if not 0.0 <= value <= 1.0:  # NaN fails the comparison; a huge int compares exactly
         raise InvalidInput(f"importance must be from 0 to 1, got {value!r}")
     # Nine decimals: Chroma's metadata does not give every float64 back bit for bit (the last
     # digit of 6.89860721609291e-146 moved), and exports must round-trip byte for byte.
@@ -242,6 +266,8 @@ class Link:
     target_id: str
     created_at: datetime = field(default_factory=utcnow)
     note: str | None = None
+    made_by: str | None = None
+    """The user who made the link (None: the application itself, or a consolidation)."""
 
 
 @dataclass(frozen=True)

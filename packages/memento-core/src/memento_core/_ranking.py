@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from memento_core._model import MemoryItem, MemoryType
+from memento_core._model import MemoryItem, MemoryType, finite_number
 from memento_core.errors import InvalidInput
 
 # How fast recency fades, as a half-life per memory type: a chat turn is stale in a day,
@@ -67,17 +67,20 @@ class RankingWeights:
             "superseded",
         ):
             value = getattr(self, name)
-            if (
-                isinstance(value, bool)
-                or not isinstance(value, (int, float))
-                or not (math.isfinite(value) and value >= 0)
-            ):
+            number = finite_number(value)
+            if number is None or number < 0:
                 raise InvalidInput(f"ranking weight {name} must be a number ≥ 0, got {value!r}")
         for name in ("dense_share", "duplicate_threshold"):
             value = getattr(self, name)
-            if not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, (int, float))
+                or not 0 <= value <= 1
+            ):
                 raise InvalidInput(f"{name} must be from 0 to 1, got {value!r}")
-        if any(days <= 0 for days in self.half_life_days.values()):
+        if not isinstance(self.half_life_days, Mapping) or any(
+            finite_number(days) is None or days <= 0 for days in self.half_life_days.values()
+        ):
             raise InvalidInput("every half-life must be a positive number of days")
 
     def replace(self, **changes: Any) -> RankingWeights:

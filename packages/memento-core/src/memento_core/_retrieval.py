@@ -56,8 +56,12 @@ def recall(
         chosen = engine.weights
     elif isinstance(weights, RankingWeights):
         chosen = weights
-    else:
+    elif isinstance(weights, Mapping):
         chosen = engine.weights.replace(**weights)
+    else:
+        raise InvalidInput(
+            f"weights must be RankingWeights or a mapping of weights, got {type(weights).__name__}"
+        )
     moment = as_utc(now, "now") if now else utcnow()
     engine.usage.note_activity()
     depth = max(engine.candidates, limit * 3)

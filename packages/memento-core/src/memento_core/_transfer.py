@@ -17,6 +17,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from memento_core import _writing as writing
+from memento_core._drafts import MAX_ID_CHARS, MAX_TITLE_CHARS
 from memento_core._model import (
     FeedbackEvent,
     FeedbackKind,
@@ -88,7 +89,7 @@ def memory_record(item: MemoryItem) -> dict[str, Any]:
 
 
 def link_record(link: Link) -> dict[str, Any]:
-    return {
+    record = {
         "kind": "link",
         "source_id": link.source_id,
         "type": link.type.value,
@@ -96,6 +97,9 @@ def link_record(link: Link) -> dict[str, Any]:
         "created_at": _time(link.created_at),
         "note": link.note,
     }
+    if link.made_by is not None:  # older exports have no maker; keep them byte-identical
+        record["made_by"] = link.made_by
+    return record
 
 
 def feedback_record(event: FeedbackEvent) -> dict[str, Any]:
@@ -213,8 +217,16 @@ def parse_memory(record: dict[str, Any]) -> MemoryItem:
     if isinstance(access_count, bool) or not isinstance(access_count, int) or access_count < 0:
         raise InvalidInput("access_count must be a whole number ≥ 0")
     memory_id = record.get("id")
-    if not isinstance(memory_id, str) or not memory_id or len(memory_id) > 256:
+    if not isinstance(memory_id, str) or not memory_id or len(memory_id) > MAX_ID_CHARS:
         raise InvalidInput("id must be a non-empty string")
+    check_scope_value(memory_id, "id")  # no control character or lone surrogate
+    pinned = record.get("pinned", False)
+    if not isinstance(pinned, bool):
+        raise InvalidInput(f"pinned must be true or false, got {pinned!r}")
+    source = record.get("source", "import")
+    check_text(source, "source", max_chars=MAX_TITLE_CHARS)
+    title = record.get("title")
+    hotwords = record.get("hotwords")
     data = record.get("data")
     if data is not None and not isinstance(data, dict):
         raise InvalidInput("data must be an object or null")
@@ -222,18 +234,18 @@ def parse_memory(record: dict[str, Any]) -> MemoryItem:
         id=memory_id,
         content=check_text(record.get("content"), "content"),
         type=parse_enum(MemoryType, record.get("type"), "memory type"),
-        title=check_text(record["title"], "title") if record.get("title") is not None else None,
+        title=check_text(title, "title", max_chars=MAX_TITLE_CHARS) if title is not None else None,
         data=check_json(data, "data") if data is not None else None,
-        source=str(record.get("source") or "import"),
+        source=source,
         scope=Scope(
             **{k: scope.get(k) for k in ("user_id", "agent_id", "project_id", "session_id")}
         ),
         privacy=parse_enum(Privacy, record.get("privacy"), "privacy"),
         importance=check_importance(record.get("importance")),
-        pinned=bool(record.get("pinned", False)),
+        pinned=pinned,
         tags=check_tags(record.get("tags") or ()),
         # The hotword rules, as ``remember`` checks them (not the tag rules).
-        hotwords=check_hotword_variants(record["hotwords"]) if record.get("hotwords") else (),
+        hotwords=check_hotword_variants(hotwords, uid=memory_id) if hotwords else (),
         created_at=_parse_time(record.get("created_at"), "created_at") or _missing("created_at"),
         last_accessed_at=_parse_time(record.get("last_accessed_at"), "last_accessed_at"),
         expires_at=_parse_time(record.get("expires_at"), "expires_at"),
@@ -246,7 +258,7 @@ def parse_memory(record: dict[str, Any]) -> MemoryItem:
         review_due_at=_parse_time(record.get("review_due_at"), "review_due_at"),
         review_step=_whole(record.get("review_step", 0), "review_step"),
         consolidated_at=_parse_time(record.get("consolidated_at"), "consolidated_at"),
-        superseded_by=record.get("superseded_by") or None,
+        superseded_by=_optional_id(record.get("superseded_by"), "superseded_by"),
         follows=_optional_id(record.get("follows"), "follows"),
     )
 
@@ -254,8 +266,9 @@ def parse_memory(record: dict[str, Any]) -> MemoryItem:
 def _optional_id(value: Any, what: str) -> str | None:
     if value is None or value == "":
         return None
-    if not isinstance(value, str):
+    if not isinstance(value, str) or len(value) > MAX_ID_CHARS:
         raise InvalidInput(f"{what} must be a memory id (a string) or null, got {value!r}")
+    check_scope_value(value, what)
     return value
 
 
@@ -283,6 +296,7 @@ def parse_link(record: dict[str, Any]) -> Link:
         target_id=str(ends[1]),
         created_at=_parse_time(record.get("created_at"), "created_at") or _missing("created_at"),
         note=_note(record.get("note")),
+        made_by=check_scope_value(record.get("made_by"), "made_by"),
     )
 
 
@@ -303,7 +317,7 @@ def parse_feedback(record: dict[str, Any]) -> FeedbackEvent:
 
 
 def _note(value: Any) -> str | None:
-    return None if value is None else check_text(value, "note")
+    return None if value is None else check_text(value, "note", max_chars=MAX_TITLE_CHARS)
 
 
 PARSERS: dict[str, Callable[[dict[str, Any]], Any]] = {

@@ -33,6 +33,19 @@ def _scope(args: argparse.Namespace) -> Scope:
     )
 
 
+def _caller(args: argparse.Namespace) -> Scope | None:
+    """The scope flags as the caller (reads see what it may see; changes need it to own the
+    memory); None when none is given: the CLI then acts as the store's owner."""
+    given = (args.user, args.agent, args.project, args.session)
+    return _scope(args) if any(value is not None for value in given) else None
+
+
+def _refuse_scope(args: argparse.Namespace, *flags: str) -> None:
+    for flag in flags:
+        if getattr(args, flag) is not None:
+            raise InvalidInput(f"--{flag} means nothing for `memento {args.command}`; leave it out")
+
+
 READING_COMMANDS = frozenset({"recall", "get", "export", "stats", "forget-candidates"})
 """Commands that change nothing: they open an embedded store read-only, so they work while
 another process (an MCP server, an app) holds it for writing."""
@@ -126,43 +139,45 @@ def cmd_get(args: argparse.Namespace) -> None:
     from memento_core._transfer import memory_record
 
     with _open(args) as mem:
-        item = mem.get(args.id)
+        item = mem.get(args.id, scope=_caller(args))
     print(json.dumps(memory_record(item), ensure_ascii=False, indent=2))
 
 
 def cmd_forget(args: argparse.Namespace) -> None:
     with _open(args) as mem:
-        mem.forget(args.id, hard=args.hard)
+        mem.forget(args.id, hard=args.hard, scope=_caller(args))
     print(f"{'erased' if args.hard else 'forgot (restorable)'} {args.id}")
 
 
 def cmd_restore(args: argparse.Namespace) -> None:
     with _open(args) as mem:
-        mem.restore(args.id)
+        mem.restore(args.id, scope=_caller(args))
     print(f"restored {args.id}")
 
 
 def cmd_pin(args: argparse.Namespace) -> None:
     with _open(args) as mem:
-        (mem.pin if args.command == "pin" else mem.unpin)(args.id)
+        (mem.pin if args.command == "pin" else mem.unpin)(args.id, scope=_caller(args))
     print(f"{args.command}ned {args.id}")
 
 
 def cmd_link(args: argparse.Namespace) -> None:
     with _open(args) as mem:
-        mem.link(args.source, args.type, args.target, note=args.note)
+        mem.link(args.source, args.type, args.target, note=args.note, scope=_caller(args))
     print(f"linked {args.source} -{args.type}-> {args.target}")
 
 
 def cmd_feedback(args: argparse.Namespace) -> None:
     with _open(args) as mem:
-        mem.feedback(args.id, args.kind, score=args.score, note=args.note)
+        mem.feedback(args.id, args.kind, score=args.score, note=args.note, scope=_caller(args))
     print(f"recorded {args.kind} for {args.id}")
 
 
 def cmd_export(args: argparse.Namespace) -> None:
+    # --user exports that user's own memories; the other scope flags select nothing.
+    _refuse_scope(args, "agent", "project", "session")
     with _open(args) as mem:
-        lines = mem.export(args.format)
+        lines = mem.export(args.format, user_id=args.user)
         if args.output in (None, "-"):
             sys.stdout.writelines(lines)
         else:
@@ -178,6 +193,7 @@ def cmd_import(args: argparse.Namespace) -> None:
         lines = Path(args.file).read_text(encoding="utf-8").splitlines(keepends=True)
     except (OSError, UnicodeDecodeError) as err:
         raise MementoError(f"cannot read {args.file}: {err}") from err
+    _refuse_scope(args, "user", "agent", "project", "session")  # records carry their scope
     total = sum(1 for line in lines if '"kind":"memory"' in line)
     with _open(args) as mem, Progress(transient=True) as progress:
         task = progress.add_task("importing", total=total or None)
@@ -188,6 +204,7 @@ def cmd_import(args: argparse.Namespace) -> None:
 def cmd_stats(args: argparse.Namespace) -> None:
     from rich.table import Table
 
+    _refuse_scope(args, "user", "agent", "project", "session")  # counts the whole store
     with _open(args) as mem:
         stats = mem.stats()
     table = Table(title="memento stats", show_header=False)
@@ -247,7 +264,7 @@ def cmd_review(args: argparse.Namespace) -> None:
 
     with _open(args) as mem:
         if args.id:
-            item = mem.review(args.id, args.grade)
+            item = mem.review(args.id, args.grade, scope=_caller(args))
             print(f"next review of {item.id} on {item.review_due_at:%Y-%m-%d}")
             return
         due = mem.review_due(_scope(args))

@@ -11,6 +11,7 @@ catches ``ValueError`` or ``KeyError`` keeps working::
     │   ├── InvalidImport
     │   └── InvalidHotwords
     ├── MemoryNotFound (KeyError)
+    ├── NotOwner (PermissionError)
     ├── StoreError (RuntimeError)
     │   ├── NotAMementoStore
     │   ├── EmbedderMismatch
@@ -71,6 +72,16 @@ class MemoryNotFound(MementoError, KeyError):
 
     def __str__(self) -> str:
         return f"no memory with id {self.memory_id!r}"
+
+
+class NotOwner(MementoError, PermissionError):
+    """The caller may see this memory (or session) but it belongs to another user; only its
+    owner may change or delete it. Nothing was changed."""
+
+    def __init__(self, what: str, action: str) -> None:
+        super().__init__(f"{what} belongs to another user; only its owner can {action} it")
+        self.what = what
+        self.action = action
 
 
 class StoreError(MementoError, RuntimeError):

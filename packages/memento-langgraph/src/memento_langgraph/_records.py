@@ -159,6 +159,7 @@ class CheckpointRecords:
         checkpoint: Typed,
         metadata: Typed,
         run_id: str,
+        user_id: str,
     ) -> None:
         self.checkpoints_col.put(
             [record_id("cp", thread, ns, checkpoint_id)],
@@ -170,6 +171,7 @@ class CheckpointRecords:
                     "checkpoint_id": checkpoint_id,
                     "parent_id": parent_id,
                     "run_id": run_id,
+                    "user_id": user_id,  # so erase_user finds the user's threads
                     "type": checkpoint[0],
                     "md_type": metadata[0],
                     "md": encode(metadata[1]),
@@ -218,6 +220,14 @@ class CheckpointRecords:
     def delete_thread(self, thread: str) -> None:
         for collection in (self.checkpoints_col, self.blobs_col, self.writes_col):
             collection.delete(where={"thread_id": thread})
+
+    def erase_user(self, user_id: str) -> int:
+        """Delete every thread with a checkpoint of ``user_id`` (checkpoints, blobs, writes);
+        returns how many checkpoints went."""
+        found = self.checkpoints_col.find({"user_id": user_id})
+        for thread in sorted({r.metadata["thread_id"] for r in found}):
+            self.delete_thread(thread)
+        return len(found)
 
     def delete_runs(self, run_ids: Sequence[str], serde: SerializerProtocol) -> None:
         if not run_ids:

@@ -4,8 +4,11 @@ One item ``(namespace, key)`` is one memory:
 
 - **id**: ``"lgs-"`` + a hash of the store's project, the namespace and the key, so a put
   replaces the memory in place (Memento keeps its ``created_at`` and sets ``updated_at``).
-- **scope**: ``user_id`` is the namespace label at ``user_label`` (default 1, the LangMem
-  convention ``("memories", user_id)``; ``None`` for no user). A label that LangGraph allows
+- **scope**: ``user_id`` is the namespace label at ``user_label``. The default, ``"auto"``,
+  follows both usual conventions: the first label — LangGraph's ``(user_id, "memories")`` —
+  unless the first label is ``"memories"`` and a second follows — LangMem's
+  ``("memories", user_id)`` —, then the second. An int picks a position; ``None`` means no
+  user. A one-label namespace ``(user_id,)`` is that user's too. A label that LangGraph allows
   but a Memento scope value does not (a control character such as a trailing newline, only
   whitespace, more than 256 characters) is stored as ``"lg-user-"`` + a hash of the label, so
   every valid LangGraph namespace can be written; ``project_id`` is the store's
@@ -23,9 +26,10 @@ One item ``(namespace, key)`` is one memory:
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from langgraph.store.base import InvalidNamespaceError, MatchCondition
 
@@ -46,17 +50,28 @@ class NamespaceMapping:
     """Namespace ↔ scope and tags, for one store (see the module docstring)."""
 
     project_id: str = "langgraph"
-    user_label: int | None = 1
+    user_label: int | Literal["auto"] | None = "auto"
 
     def memory_id(self, namespace: Sequence[str], key: str) -> str:
-        # NUL cannot occur in a label; the key comes last, so any key is unambiguous.
-        raw = "\x00".join([self.project_id, *namespace]) + "\x1e" + key
+        # NUL cannot occur in a label and the key comes last, so joining is unambiguous while
+        # no label holds the separator; one that does is hashed as JSON behind a prefix no
+        # joined form starts with (a project id holds no control character).
+        if any("\x1e" in label for label in namespace):
+            raw = "\x1f" + json.dumps([self.project_id, list(namespace), key])
+        else:
+            raw = "\x00".join([self.project_id, *namespace]) + "\x1e" + key
         return "lgs-" + hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()[:40]
+
+    def user_position(self, namespace: Sequence[str]) -> int | None:
+        if self.user_label != "auto":
+            return self.user_label
+        return 1 if len(namespace) > 1 and namespace[0] == "memories" else 0
 
     def scope(self, namespace: Sequence[str]) -> Scope:
         user = None
-        if self.user_label is not None and len(namespace) > self.user_label:
-            user = user_id_for(namespace[self.user_label])
+        position = self.user_position(namespace)
+        if position is not None and len(namespace) > position:
+            user = user_id_for(namespace[position])
         return Scope(user_id=user, project_id=self.project_id)
 
     def viewer(self) -> Scope:

@@ -11,6 +11,10 @@ When a thread ends — ``delete_thread``, ``prune(strategy="delete")``, ``archiv
 checkpoint) are recorded as the history of Memento session ``thread_id`` and archived into one
 episodic memory by core's working memory. The user is the checkpoint metadata's ``user_id``
 (LangGraph copies ``config["configurable"]["user_id"]`` there).
+
+Every checkpoint records its thread's user (``configurable[user_key]``, else the metadata's,
+else ``scope.user_id``), and the saver registers itself with ``Memento.on_erase_user``: erasing
+a user deletes their threads' checkpoints, blobs and writes.
 """
 
 from __future__ import annotations
@@ -79,6 +83,7 @@ class MementoSaver(BaseCheckpointSaver[str]):
         self.summarizer = summarizer
         self._records = CheckpointRecords(memento)
         self._lock = threading.Lock()
+        memento.on_erase_user(self._records.erase_user, name="langgraph_checkpoints")
 
     # ------------------------------------------------------------------ reading
 
@@ -194,6 +199,7 @@ class MementoSaver(BaseCheckpointSaver[str]):
             checkpoint=self.serde.dumps_typed(stored),
             metadata=self.serde.dumps_typed(full_metadata),
             run_id=str(full_metadata.get("run_id") or ""),
+            user_id=self._user_of(configurable, full_metadata),
         )
         ended = self.end_of_thread
         if ns == "" and ended is not None and ended(checkpoint, full_metadata):
@@ -216,6 +222,14 @@ class MementoSaver(BaseCheckpointSaver[str]):
         ]
         with self._lock:  # the existence check and the write must not interleave
             self._records.put_writes(thread, ns, checkpoint_id, task_id, task_path, indexed)
+
+    def _user_of(self, configurable: dict[str, Any], metadata: CheckpointMetadata) -> str:
+        """The thread's user: ``configurable[user_key]``, else the metadata's, else the saver's
+        scope; ``""`` for none."""
+        for found in (configurable.get(self.user_key), metadata.get(self.user_key)):
+            if isinstance(found, str) and found:
+                return found
+        return self.scope.user_id or ""
 
     # ------------------------------------------------------------------ deleting
 

@@ -99,7 +99,7 @@ class MementoStore(BaseStore):
         index: IndexConfig | None = None,
         ttl: TTLConfig | None = None,
         project_id: str = "langgraph",
-        user_label: int | None = 1,
+        user_label: int | Literal["auto"] | None = "auto",
         memory_type: MemoryType | str = MemoryType.SEMANTIC,
     ) -> None:
         self.memento = memento

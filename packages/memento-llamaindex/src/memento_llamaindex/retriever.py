@@ -81,7 +81,7 @@ class MementoRetriever(BaseRetriever):
             if item.scope.user_id != self.scope.user_id:
                 raise MemoryNotFound(node_id)
         for node_id in dict.fromkeys(node_ids):
-            self.store.forget(node_id, hard=True)
+            self.store.forget(node_id, hard=True, scope=self.scope)
 
     async def adelete_nodes(self, node_ids: list[str]) -> None:
         """The async twin of ``delete_nodes``."""

@@ -99,9 +99,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if not args.user:
         parser.error("give the user to serve with --user or $MEMENTO_USER")
-    token = args.token if args.token is not None else os.environ.get(TOKEN_ENV) or None
+    # An empty $MEMENTO_MCP_TOKEN is refused like --token "": it must not mean "no token".
+    token = args.token if args.token is not None else os.environ.get(TOKEN_ENV)
     if args.transport == "stdio" and args.token is not None:
         parser.error("--token applies to --transport http only")
+    if args.transport == "stdio":
+        token = None  # stdio has no bearer; $MEMENTO_MCP_TOKEN is for HTTP
     if token is not None and (not token.strip() or token != token.strip()):
         parser.error("the bearer token must be non-empty, without surrounding spaces")
 

@@ -8,8 +8,10 @@ a tool or resource argument. ``ScopedMemento`` enforces that:
 - every write lands in the configured scope;
 - an id the scope cannot see is "not found" (``MemoryNotFound``), the same error as an unknown id,
   so ids leak nothing;
-- changing a memory's lifecycle (pin, unpin, forget, review) needs the user to own it: a visible
-  memory of another user (public or team) raises ``NotOwned``.
+- every change passes the scope to core as the caller, so core's ownership rule applies: pin,
+  unpin, forget, review and feedback need the user to own the memory (a visible memory of
+  another user raises ``NotOwner``, exported here as ``NotOwned`` too); a link records the user
+  who made it, and no hard forget or erasure follows a link into another user's memory.
 """
 
 from __future__ import annotations
@@ -23,9 +25,9 @@ from memento_core import (
     InvalidInput,
     InvalidScope,
     Link,
-    MementoError,
     MemoryItem,
     MemoryNotFound,
+    NotOwner,
     Privacy,
     Recalled,
     Scope,
@@ -37,14 +39,8 @@ if TYPE_CHECKING:
 EXPORT_FORMATS = ("ndjson", "markdown", "csv")
 
 
-class NotOwned(MementoError, PermissionError):
-    """The memory is visible to the configured user but belongs to someone else."""
-
-    def __init__(self, memory_id: str, action: str) -> None:
-        super().__init__(
-            f"memory {memory_id!r} belongs to another user; only its owner can {action} it"
-        )
-        self.memory_id = memory_id
+NotOwned = NotOwner
+"""The memory is visible to the configured user but belongs to someone else (core's error)."""
 
 
 class ScopedMemento:
@@ -67,12 +63,6 @@ class ScopedMemento:
     def get(self, memory_id: str) -> MemoryItem:
         """The memory, if the scope may see it; ``MemoryNotFound`` otherwise."""
         return self.mem.get(memory_id, scope=self.scope)
-
-    def owned(self, memory_id: str, action: str, *, include_deleted: bool = False) -> MemoryItem:
-        item = self.mem.get(memory_id, scope=self.scope, include_deleted=include_deleted)
-        if item.scope.user_id != self.user_id:
-            raise NotOwned(memory_id, action)
-        return item
 
     def recall(
         self, query: str, *, limit: int, filter: Mapping[str, Any] | None = None
@@ -140,46 +130,44 @@ class ScopedMemento:
         )
 
     def pin(self, memory_id: str) -> MemoryItem:
-        self.owned(memory_id, "pin")
-        return self.mem.pin(memory_id)
+        self.get(memory_id)  # a hidden memory is "not found", whether deleted or another's
+        return self.mem.pin(memory_id, scope=self.scope)
 
     def unpin(self, memory_id: str) -> MemoryItem:
-        self.owned(memory_id, "unpin")
-        return self.mem.unpin(memory_id)
+        self.get(memory_id)
+        return self.mem.unpin(memory_id, scope=self.scope)
 
     def forget(self, memory_id: str, *, hard: bool) -> None:
-        self.owned(memory_id, "forget")
-        self.mem.forget(memory_id, hard=hard)
+        self.get(memory_id)
+        self.mem.forget(memory_id, hard=hard, scope=self.scope)
 
     def restore(self, memory_id: str) -> MemoryItem:
         """Undo a soft forget of one of the user's memories."""
-        self.owned(memory_id, "restore", include_deleted=True)
-        return self.mem.restore(memory_id)
+        return self.mem.restore(memory_id, scope=self.scope)
 
     def update(self, memory_id: str, **fields: Any) -> MemoryItem:
         """Change fields of one of the user's memories in place (see ``Memento.update``)."""
-        self.owned(memory_id, "update", include_deleted=True)
+        self.mem.get(memory_id, scope=self.scope, include_deleted=True)
         if fields.get("privacy") == Privacy.TEAM.value and not self.scope.project_id:
             raise InvalidScope(
                 "a team memory is shared within a project, and this server has none configured "
                 "(start it with --project)"
             )
-        return self.mem.update(memory_id, **fields)
+        return self.mem.update(memory_id, scope=self.scope, **fields)
 
     def review(self, memory_id: str, grade: int) -> MemoryItem:
-        self.owned(memory_id, "review")
-        return self.mem.review(memory_id, grade)
+        return self.mem.review(memory_id, grade, scope=self.scope)
 
     def link(self, source_id: str, type: str, target_id: str, *, note: str | None) -> Link:
         self.get(source_id)
         self.get(target_id)
-        return self.mem.link(source_id, type, target_id, note=note)
+        return self.mem.link(source_id, type, target_id, note=note, scope=self.scope)
 
     def feedback(
         self, memory_id: str, kind: str, *, score: float, note: str | None
     ) -> FeedbackEvent:
         self.get(memory_id)
-        return self.mem.feedback(memory_id, kind, score=score, note=note)
+        return self.mem.feedback(memory_id, kind, score=score, note=note, scope=self.scope)
 
     def sleep(self, *, since: datetime | None) -> SleepReport:
         """Consolidate the user's own episodes (core's ``sleep`` reads only ``scope.user_id``)."""

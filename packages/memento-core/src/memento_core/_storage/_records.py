@@ -146,6 +146,7 @@ def link_metadata(link: Link) -> dict[str, Any]:
         "target_id": link.target_id,
         "type": link.type.value,
         "created_at": to_micros(link.created_at),
+        "made_by": link.made_by or "",
     }
 
 
@@ -165,6 +166,7 @@ def link_from_record(meta: Mapping[str, Any], note: str) -> Link:
         target_id=meta["target_id"],
         created_at=from_micros(meta["created_at"]) or EPOCH,
         note=note or None,
+        made_by=meta.get("made_by") or None,
     )
 
 

@@ -297,6 +297,10 @@ class Repository:
         """Memories whose timeline link (``follows``) points at one of ``ids``."""
         return self.find_items({"follows": {"$in": list(ids)}})
 
+    def items_superseded_by(self, ids: Sequence[str]) -> list[MemoryItem]:
+        """Memories marked superseded by one of ``ids``."""
+        return self.find_items({"superseded_by": {"$in": list(ids)}})
+
     # -------------------------------------------------------------------- links
 
     def link(self, link_key: str) -> Link | None:
