@@ -36,7 +36,7 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 def one_line_error(result: tuple[int, str, str], *fragments: str) -> None:
     code, _, err = result
     lines = err.strip().splitlines()
-    assert code == 2 and len(lines) == 1 and lines[0].startswith("memento: error: "), err
+    assert code == 2 and len(lines) == 1 and lines[0].startswith("memento-core: error: "), err
     for fragment in fragments:
         assert fragment in lines[0], lines[0]
 
