@@ -7,6 +7,7 @@ into the older one behind a ``duplicates`` link, and conflicting facts are both 
 
 from __future__ import annotations
 
+import hashlib
 import re
 import unicodedata
 from collections.abc import Callable, Sequence
@@ -24,6 +25,7 @@ from memento_core._model import (
     Privacy,
     Scope,
     as_utc,
+    content_key,
     utcnow,
 )
 from memento_core._storage import Repository, to_micros
@@ -124,17 +126,26 @@ def _common(values: Sequence[str | None]) -> str | None:
     return values[0] if len(set(values)) == 1 else None
 
 
+def fact_key(text: str, scope: Scope) -> str:
+    """A fact's id: its text and scope, apart from episodes with the same text."""
+    return hashlib.sha256(f"fact\x1e{content_key(text, scope)}".encode()).hexdigest()[:32]
+
+
 def _fact_for(sources: Sequence[MemoryItem], text: str) -> MemoryDraft:
     privacy_order = [Privacy.PRIVATE, Privacy.TEAM, Privacy.PUBLIC]
     tags = list(dict.fromkeys(t for s in sources for t in s.tags))[:64]
+    scope = Scope(
+        user_id=_common([s.scope.user_id for s in sources]),
+        agent_id=_common([s.scope.agent_id for s in sources]),
+        project_id=_common([s.scope.project_id for s in sources]),
+    )
     return MemoryDraft(
+        # Its own id, from its text: an extractive summary may be one source's sentence word
+        # for word, and the fact must not be taken for that episode.
+        id=fact_key(text, scope),
         content=text,
         type=MemoryType.SEMANTIC,
-        scope=Scope(
-            user_id=_common([s.scope.user_id for s in sources]),
-            agent_id=_common([s.scope.agent_id for s in sources]),
-            project_id=_common([s.scope.project_id for s in sources]),
-        ),
+        scope=scope,
         source="consolidation",
         privacy=min((s.privacy for s in sources), key=privacy_order.index),
         importance=max(s.importance for s in sources),
@@ -210,7 +221,10 @@ def _write_facts(
         _fact_for(sources, summarizer.summarize([s.content for s in sources]))
         for sources in clusters
     ]
-    fact_ids = _writing.remember_many(engine, drafts)
+    # A fact stored by an earlier (cut short) run stays as it is: only new ones are written.
+    stored = engine.store.existing_ids([d.id for d in drafts if d.id is not None])
+    _writing.remember_many(engine, [d for d in drafts if d.id not in stored])
+    fact_ids = [d.id for d in drafts if d.id is not None]
     links = [
         Link(fact_id, LinkType.DERIVED_FROM, source.id, created_at=moment)
         for fact_id, sources in zip(fact_ids, clusters)

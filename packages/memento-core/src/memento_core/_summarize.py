@@ -156,7 +156,9 @@ class ExtractiveSummarizer:
         while candidates and len(chosen) < self.max_sentences:
 
             def worth(n: int) -> float:
-                fresh = set(terms[n]) - covered
+                # Summed in a fixed order: a set's order changes with the process's hash seed,
+                # and float sums with it, so ties would break differently in another process.
+                fresh = sorted(set(terms[n]) - covered)
                 gain = (sum(rarity[t] for t in fresh) + bonus[n]) * stance[n]
                 spread = math.sqrt(max(4, len(terms[n])))
                 return gain / spread + _CENTRALITY_WEIGHT * central[n] / top
@@ -218,7 +220,7 @@ def _rarity(documents: list[list[str]]) -> dict[str, float]:
     """Each term's inverse sentence frequency: a term said once weighs most."""
     frequency: Counter[str] = Counter()
     for terms in documents:
-        frequency.update(set(terms))
+        frequency.update(dict.fromkeys(terms))  # in text order: sums stay the same everywhere
     count = len(documents) + 1
     return {term: math.log(count / df) + 0.1 for term, df in frequency.items()}
 
@@ -246,7 +248,7 @@ def _names_and_numbers(text: str) -> int:
 def _unit_vectors(documents: list[list[str]]) -> list[dict[str, float]]:
     frequency: Counter[str] = Counter()
     for terms in documents:
-        frequency.update(set(terms))
+        frequency.update(dict.fromkeys(terms))  # in text order: sums stay the same everywhere
     count = len(documents)
     vectors: list[dict[str, float]] = []
     for terms in documents:

@@ -208,7 +208,7 @@ class Repository:
         """Which of ``ids`` are stored."""
         if not ids:
             return set()
-        return set(self._items.get(ids=list(ids), include=[])["ids"])
+        return set(self._items.get(ids=list(dict.fromkeys(ids)), include=[])["ids"])
 
     def all_item_ids(self) -> set[str]:
         return self._chroma.all_ids(self._items)
