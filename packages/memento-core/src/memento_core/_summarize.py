@@ -220,7 +220,7 @@ def _rarity(documents: list[list[str]]) -> dict[str, float]:
     """Each term's inverse sentence frequency: a term said once weighs most."""
     frequency: Counter[str] = Counter()
     for terms in documents:
-        frequency.update(dict.fromkeys(terms))  # in text order: sums stay the same everywhere
+        frequency.update(dict.fromkeys(terms, 1))  # in text order: sums stay the same everywhere
     count = len(documents) + 1
     return {term: math.log(count / df) + 0.1 for term, df in frequency.items()}
 
@@ -248,7 +248,7 @@ def _names_and_numbers(text: str) -> int:
 def _unit_vectors(documents: list[list[str]]) -> list[dict[str, float]]:
     frequency: Counter[str] = Counter()
     for terms in documents:
-        frequency.update(dict.fromkeys(terms))  # in text order: sums stay the same everywhere
+        frequency.update(dict.fromkeys(terms, 1))  # in text order: sums stay the same everywhere
     count = len(documents)
     vectors: list[dict[str, float]] = []
     for terms in documents:
