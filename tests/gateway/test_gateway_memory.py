@@ -65,7 +65,9 @@ async def test_no_save_leaves_no_trace(serving: Any, mem: Memento) -> None:
     assert [m.content for m in before_history] == ["저장할 말", "첫 답."]
     assert contents == ["저장할 말", "첫 답.", "다음 말", "셋째 답."]
     assert not any("비밀 이야기" in item.content for item in mem.items())
-    assert len(mem.items()) == len(before_items) + 1  # only the archive of the saved turns
+    # Only the archive of the saved turns: one memory a turn, and one summary.
+    archived = [item for item in mem.items() if item not in before_items]
+    assert sorted(t for item in archived for t in item.tags) == ["chat-archive"] + ["chat-turn"] * 4
     # The turn itself ran with the room's history, and was answered.
     assert texts(recorder.calls[1])[-1] == ("HumanMessage", "비밀 이야기")
 
@@ -84,11 +86,15 @@ async def test_the_session_is_archived_when_the_connection_ends(serving: Any, me
     async with harness.connect() as ws:
         await turn(ws, request(msg="Tell me about Lisbon"))
     await harness.close()
-    [archive] = mem.items(scope=space.scope_for(USER))
-    assert archive.type.value == "episodic" and "chat-archive" in archive.tags
-    assert archive.scope.user_id == space.user_for(USER)
-    assert archive.scope.session_id == space.session_for(USER, ROOM)
+    stored = mem.items(scope=space.scope_for(USER))
+    [archive] = [item for item in stored if "chat-archive" in item.tags]
+    turns = [item for item in stored if "chat-turn" in item.tags]
+    assert archive.type.value == "episodic" and len(turns) == 2  # the question and the reply
+    for item in (archive, *turns):
+        assert item.scope.user_id == space.user_for(USER)
+        assert item.scope.session_id == space.session_for(USER, ROOM)
     assert "Lisbon" in archive.content
+    assert any("great tiles" in turn.content for turn in turns)
 
 
 async def test_long_term_memories_are_recalled_into_the_graph(serving: Any, mem: Memento) -> None:
