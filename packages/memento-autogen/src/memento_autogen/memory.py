@@ -50,8 +50,8 @@ class MementoMemory(Memory, Component[MementoMemoryConfig]):
             the event loop) and closes it in ``close()``.
         store: An already-open ``Memento`` to use instead, for instance to share one embedding
             model among many memories. The caller keeps it and closes it. The config's path or
-            url and embedding model are taken from it (a conflicting value is an error);
-            ``config.collection_prefix`` must name the prefix the store was opened with.
+            url, collection prefix and embedding model are taken from it (a conflicting value
+            is an error).
 
     Example::
 
@@ -239,8 +239,18 @@ def _config_matching(config: MementoMemoryConfig, store: Memento) -> MementoMemo
             f"the config names embedding model {config.embedding_model!r} "
             f"but the store was opened with {model!r}"
         )
+    if (
+        "collection_prefix" in config.model_fields_set
+        and config.collection_prefix != store.collection_prefix
+    ):
+        raise InvalidInput(
+            f"the config names collection prefix {config.collection_prefix!r} "
+            f"but the store was opened with {store.collection_prefix!r}"
+        )
     where = {"url": location} if on_server else {"path": config.path or location}
-    return config.model_copy(update={**where, "embedding_model": model})
+    return config.model_copy(
+        update={**where, "embedding_model": model, "collection_prefix": store.collection_prefix}
+    )
 
 
 def _same_path(a: str, b: str) -> bool:

@@ -174,6 +174,10 @@ class Engine:
     def hotword_generation(self) -> int:
         return self._shared.hotword_generation
 
+    @property
+    def collection_prefix(self) -> str:
+        return self._shared.key[1]
+
     def shared_state(self, name: str, make: Callable[[], T]) -> T:
         """Per-store state another module keeps (made on first use), shared like the index."""
         with self._shared.lock:

@@ -201,6 +201,11 @@ class Memento:
         return self._engine.read_only
 
     @property
+    def collection_prefix(self) -> str:
+        """The prefix of the store's collections (``Memento.open(collection_prefix=...)``)."""
+        return self._engine.collection_prefix
+
+    @property
     def location(self) -> str:
         return self._engine.store.location
 
