@@ -723,6 +723,61 @@ def engine_targets(results: Path) -> list[dict[str, Any]]:
     return found
 
 
+INSTALL_MB_TARGET = 400.0
+FIRST_REMEMBER_TARGET_S = 1.5
+QUERY_P50_TARGET_MS = 5.0
+
+
+def install_targets(results: Path) -> list[dict[str, Any]]:
+    """Targets of the light-install issue: size, first remember, query speed, encode ratio."""
+    found: list[dict[str, Any]] = []
+    install = load(results, "install_size")
+    if install is not None:
+        size = install["size"]
+        found.append(
+            {
+                "target": f"clean venv, core + LangGraph, no constraints: ≤ "
+                f"{INSTALL_MB_TARGET:.0f} MB, no torch, no CUDA",
+                "value": f"{size['venv_mb']} MB; torch {'yes' if size['torch'] else 'no'}; "
+                f"nvidia packages {len(size['nvidia'])}",
+                "met": size["venv_mb"] <= INSTALL_MB_TARGET
+                and not size["torch"]
+                and not size["nvidia"],
+                "source": "install_size",
+            }
+        )
+        first = install["first_remember"]
+        found.append(
+            {
+                "target": f"cold process → first `remember` ≤ {FIRST_REMEMBER_TARGET_S} s "
+                "(clean venv)",
+                "value": f"{first['wall_s']} s (median of {first['runs']}; import "
+                f"{install['import']['import_s']} s)",
+                "met": first["wall_s"] <= FIRST_REMEMBER_TARGET_S,
+                "source": "install_size",
+            }
+        )
+    embedders = load(results, "embedders")
+    if embedders is not None:
+        rows = embedders["embedders"]
+        torch = rows.get("sentence-transformers (torch)")
+        for name, row in rows.items():
+            if torch is None or row is torch:
+                continue
+            ratio = row["encode"]["texts_per_s"] / torch["encode"]["texts_per_s"]
+            found.append(
+                {
+                    "target": f"{name}: query p50 ≤ {QUERY_P50_TARGET_MS:.0f} ms; batched "
+                    "encode ≥ 1.0 × torch",
+                    "value": f"query p50 {row['query_ms']['p50']} ms (torch "
+                    f"{torch['query_ms']['p50']}); encode {ratio:.2f} × torch",
+                    "met": row["query_ms"]["p50"] <= QUERY_P50_TARGET_MS and ratio >= 1.0,
+                    "source": "embedders",
+                }
+            )
+    return found
+
+
 def compact(value: Any) -> str:
     """A load-average record as short text: numbers to one decimal."""
     if isinstance(value, dict):
@@ -793,7 +848,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         ),
         "targets": targets(rows, scale, imports, hotwords, load(results, "chat_to_memory"))
         + gateway_targets(gateway)
-        + engine_targets(results),
+        + engine_targets(results)
+        + install_targets(results),
         "locomo": [asdict(r) for r in rows],
         "best_r5": asdict(best) if best else None,
         "import": imports,
