@@ -21,7 +21,7 @@ ANN = Scope(user_id="ann")
 def store(
     tmp_path: Path, embedder: Embedder, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[tuple[Memento, list[str]]]:
-    monkeypatch.setattr(memento_module, "SentenceTransformerEmbedder", lambda: embedder)
+    monkeypatch.setattr(memento_module, "default_embedder", lambda: embedder)
     path = tmp_path / "store"
     with Memento.open(path, embedder=embedder) as mem:
         yield mem, ["--path", str(path)]
