@@ -452,7 +452,7 @@ def run_mode(
         step["recall_ms"] = latency_summary(measure(f"{mode} @ {size:,}: recall"))
         # Back-to-back recalls defer the usage write (memento_core._usage); time it here.
         started = time.perf_counter()
-        written = memento._usage.flush()
+        written = memento._engine.usage.flush()
         step["deferred_usage_write"] = {
             "memories": written,
             "ms": round(1000 * (time.perf_counter() - started), 1),
@@ -470,7 +470,7 @@ def run_mode(
                 clock.recall(query)
                 progress.advance(task)
             progress.remove_task(task)
-        memento._usage.flush()
+        memento._engine.usage.flush()
         step["stages"] = clock.summary()
         step["chroma_query_ms"] = chroma_probes(memento, probes, vectors)
         step["keyword_search_ms"] = keyword_probe(memento, probes)
@@ -479,7 +479,7 @@ def run_mode(
             step["second_instance"] = catch_up_probe(memento, second_instance, queries)
         if profile and size == sizes[-1]:
             step["profile"] = profile_recall(memento, probes)
-        memento._usage.flush()
+        memento._engine.usage.flush()
         step["rss_mb"] = rss_mb()
         step["peak_rss_mb_so_far"] = peak_rss_mb()
         step["load_average"] = load_average()
