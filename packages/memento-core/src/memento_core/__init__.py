@@ -28,6 +28,7 @@ from memento_core._model import (
     parse_enum,
 )
 from memento_core._onnx_embedding import OnnxEmbedder
+from memento_core._partitions import IndexStatus
 from memento_core._paths import DEFAULT_PATH, default_store_path
 from memento_core._policies import FOREVER, RetentionPolicy, ReviewPolicy
 from memento_core._ranking import RankingWeights, Reason, Recalled
@@ -96,6 +97,7 @@ __all__ = [
     "HotwordEntry",
     "HotwordEvent",
     "HotwordSet",
+    "IndexStatus",
     "InjectedMemory",
     "Injection",
     "InvalidContent",

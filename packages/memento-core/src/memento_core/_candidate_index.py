@@ -1,7 +1,8 @@
 """The keyword side of hybrid recall: a tokenizer for Latin and CJK text, and a BM25 index.
 
-Local Chroma has no sparse search, so Memento keeps this index in memory. It is derived data:
-rebuilt from the store on open and kept in step as memories come and go.
+Local Chroma has no sparse search, so Memento keeps this index in memory. It is derived data,
+loaded from the store in partitions as viewers need them (``_partitions``) and kept in step as
+memories come and go.
 """
 
 from __future__ import annotations
@@ -20,6 +21,11 @@ from memento_core._visibility import PRIVACY_CODES, Visibility, visible_mask
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
+
+PER_MEMORY_BYTES = 200
+"""Index memory a memory costs besides its vector and postings: its id string, the id → row
+entry, the row arrays (measured: about 190 bytes for a 40-character id)."""
+COMPACT_MIN_DEAD = 4_096
 
 _WORD = re.compile(r"[^\W_]+")
 _CJK = re.compile(
@@ -231,6 +237,10 @@ class CandidateIndex:
     users' memories from crowding a user's own out of the candidates. Vectors are searched
     exactly (one matrix product): Chroma's filtered vector query costs ~0.5 s at 100k memories,
     because it evaluates the ``where`` over the whole collection.
+
+    BM25's statistics (document count, mean length, document frequencies) are taken over the
+    memories the viewer may see, so a score does not depend on which other users' memories
+    happen to be loaded (see ``_partitions``).
     """
 
     # k1 0.9 and b 0.4 are the usual settings for passage-length text (Anserini's defaults);
@@ -248,8 +258,8 @@ class CandidateIndex:
         self._privacy = array("b")
         self._codes: dict[str, int] = {"": 0}
         self._postings: dict[str, tuple[array[int], array[float]]] = {}
+        self._posting_entries = 0
         self._live_count = 0
-        self._live_length = 0.0
         self._vectors: Any = None  # float32 rows by position; capacity doubles as it fills
 
     def __len__(self) -> int:
@@ -257,12 +267,23 @@ class CandidateIndex:
 
     def __contains__(self, memory_id: object) -> bool:
         with self._lock:
-            position = self._index_of.get(memory_id) if isinstance(memory_id, str) else None
-            return position is not None and bool(self._alive[position])
+            return isinstance(memory_id, str) and memory_id in self._index_of
 
     def ids(self) -> set[str]:
         with self._lock:
-            return {i for i, p in self._index_of.items() if self._alive[p]}
+            return set(self._index_of)
+
+    def nbytes(self, *, live: bool = False) -> int:
+        """About how much memory the index holds: vectors, postings and per-memory entries
+        (ids, positions, visibility), rows removed but not yet compacted included — or, with
+        ``live``, what it would hold once compacted (postings pro rata)."""
+        with self._lock:
+            rows = self._live_count if live else len(self._ids)
+            width = 0 if self._vectors is None else 4 * int(self._vectors.shape[1])
+            postings = 8 * self._posting_entries
+            if live and self._ids:
+                postings = postings * self._live_count // len(self._ids)
+            return rows * (width + PER_MEMORY_BYTES) + postings
 
     def _code(self, value: str) -> int:
         code = self._codes.get(value)
@@ -271,6 +292,7 @@ class CandidateIndex:
         return code
 
     def add(self, memory_id: str, text: str, visibility: Visibility, vector: Any) -> None:
+        """Index a memory (a memory indexed already is replaced)."""
         import numpy as np
 
         tokens = tokenize(text)
@@ -278,8 +300,7 @@ class CandidateIndex:
         norm = float(np.linalg.norm(unit))
         unit = unit / norm if norm else unit
         with self._lock:
-            if memory_id in self:
-                return
+            self.remove(memory_id)
             position = len(self._ids)
             if self._vectors is None:
                 self._vectors = np.zeros((64, unit.size), dtype=np.float32)
@@ -304,12 +325,54 @@ class CandidateIndex:
                     postings = self._postings[token] = (array("i"), array("f"))
                 postings[0].append(position)
                 postings[1].append(float(count))
+            self._posting_entries += len(counts)
             self._live_count += 1
-            self._live_length += len(tokens)
 
-    def add_many(self, entries: Iterable[tuple[str, str, Visibility, Any]]) -> None:
-        for memory_id, text, visibility, vector in entries:
-            self.add(memory_id, text, visibility, vector)
+    def remove(self, memory_id: str) -> None:
+        """Take a memory out (its row stays, dead, until ``compact``)."""
+        with self._lock:
+            position = self._index_of.pop(memory_id, None)
+            if position is not None:
+                self._alive[position] = 0
+                self._live_count -= 1
+
+    def compact(self, *, force: bool = False) -> None:
+        """Drop the rows of removed memories when they are most of the index (or any, with
+        ``force``): eviction would otherwise free nothing."""
+        import numpy as np
+
+        with self._lock:
+            dead = len(self._ids) - self._live_count
+            if not dead or (not force and dead < max(self._live_count, COMPACT_MIN_DEAD)):
+                return
+            keep = np.flatnonzero(np.frombuffer(bytes(self._alive), dtype=np.uint8))
+            remap = np.full(len(self._ids), -1, dtype=np.int32)
+            remap[keep] = np.arange(keep.size, dtype=np.int32)
+            if self._vectors is not None:
+                rows = np.zeros((max(64, keep.size * 5 // 4), self._vectors.shape[1]), np.float32)
+                rows[: keep.size] = self._vectors[keep]
+                self._vectors = rows
+            self._ids = [self._ids[n] for n in keep.tolist()]
+            self._index_of = {memory_id: n for n, memory_id in enumerate(self._ids)}
+            self._lengths = _kept(self._lengths, keep, np.float32)
+            self._owner = _kept(self._owner, keep, np.int32)
+            self._project = _kept(self._project, keep, np.int32)
+            self._privacy = _kept(self._privacy, keep, np.int8)
+            self._alive = bytearray(b"\x01" * keep.size)
+            entries = 0
+            for token in list(self._postings):
+                docs, tf = self._postings[token]
+                moved = remap[np.frombuffer(docs, dtype=np.int32)]
+                held = moved >= 0
+                if not held.any():
+                    del self._postings[token]
+                    continue
+                self._postings[token] = (
+                    _as_array("i", moved[held]),
+                    _as_array("f", np.frombuffer(tf, dtype=np.float32)[held]),
+                )
+                entries += int(held.sum())
+            self._posting_entries = entries
 
     def nearest(
         self,
@@ -348,16 +411,6 @@ class CandidateIndex:
         with self._lock:
             return self._vectors[self._index_of[memory_id]]
 
-    def remove(self, memory_id: str) -> None:
-        with self._lock:
-            position = self._index_of.get(memory_id)
-            if position is None or not self._alive[position]:
-                return
-            self._alive[position] = 0
-            self._live_count -= 1
-            self._live_length -= self._lengths[position]
-            del self._index_of[memory_id]
-
     def _visible_mask(self, viewer_user: str | None, viewer_project: str | None) -> Any:
         import numpy as np
 
@@ -386,45 +439,72 @@ class CandidateIndex:
         with self._lock:
             if not terms or not self._live_count:
                 return []
-            scores = self._scores(terms)
+            scores = self._scores(terms, self._visible_mask(viewer_user, viewer_project))
             if scores is None:
                 return []
-            scores *= self._visible_mask(viewer_user, viewer_project)
             hits = np.flatnonzero(scores > 0)
             if hits.size > limit:
                 hits = hits[np.argpartition(-scores[hits], limit - 1)[:limit]]
             hits = hits[np.argsort(-scores[hits], kind="stable")]
             return [(self._ids[i], float(scores[i])) for i in hits]
 
-    def scores_for(self, query: str, memory_ids: Iterable[str]) -> dict[str, float]:
-        """BM25 scores of particular memories (those with no keyword match are left out)."""
+    def scores_for(
+        self,
+        query: str,
+        memory_ids: Iterable[str],
+        *,
+        viewer_user: str | None = None,
+        viewer_project: str | None = None,
+    ) -> dict[str, float]:
+        """BM25 scores of particular memories the viewer may see (those with no keyword match
+        are left out)."""
         terms = list(dict.fromkeys(tokenize(query)))
         with self._lock:
-            scores = self._scores(terms) if terms and self._live_count else None
+            if not terms or not self._live_count:
+                return {}
+            scores = self._scores(terms, self._visible_mask(viewer_user, viewer_project))
             if scores is None:
                 return {}
             positions = {i: self._index_of[i] for i in memory_ids if i in self._index_of}
             return {i: float(scores[p]) for i, p in positions.items() if scores[p] > 0}
 
-    def _scores(self, terms: list[str]) -> npt.NDArray[np.float64] | None:
+    def _scores(self, terms: list[str], visible: Any) -> npt.NDArray[np.float64] | None:
+        """BM25 scores of the visible memories (zero elsewhere), with the statistics taken
+        over the visible memories alone."""
         import numpy as np
 
-        size = len(self._ids)
+        count = int(visible.sum())
+        if not count:
+            return None
         lengths = np.frombuffer(self._lengths, dtype=np.float32)
-        average = self._live_length / self._live_count or 1.0
-        scores = np.zeros(size, dtype=np.float64)
+        average = float(lengths[visible].sum()) / count or 1.0
+        scores = np.zeros(len(self._ids), dtype=np.float64)
         found = False
         for term in terms:
             postings = self._postings.get(term)
             if postings is None:
                 continue
             docs = np.frombuffer(postings[0], dtype=np.int32)
-            tf = np.frombuffer(postings[1], dtype=np.float32)
-            # Document frequency counts removed documents too until a rebuild; close enough
-            # for ranking and it keeps removal O(1).
-            df = len(docs)
-            idf = math.log(1.0 + (self._live_count - df + 0.5) / (df + 0.5))
+            seen = visible[docs]
+            df = int(seen.sum())
+            if not df:
+                continue
+            docs = docs[seen]
+            tf = np.frombuffer(postings[1], dtype=np.float32)[seen]
+            idf = math.log(1.0 + (count - df + 0.5) / (df + 0.5))
             norm = tf + self.k1 * (1.0 - self.b + self.b * lengths[docs] / average)
             scores[docs] += idf * tf * (self.k1 + 1.0) / norm
             found = True
         return scores if found else None
+
+
+def _kept(values: array[Any], keep: Any, dtype: Any) -> array[Any]:
+    import numpy as np
+
+    return _as_array(values.typecode, np.frombuffer(values, dtype=dtype)[keep])
+
+
+def _as_array(typecode: str, values: Any) -> array[Any]:
+    out = array(typecode)
+    out.frombytes(values.tobytes())
+    return out

@@ -1,16 +1,18 @@
 """The engine: what the work modules share, behind the ``Memento`` façade.
 
-It holds the store repository, the embedder, the in-memory candidate index, the usage recorder,
-the timeline (each scope's last memory) and the hotword generation. The work modules (writing,
-retrieval, lifecycle, consolidation, transfer, chat) receive it; none of them sees the façade.
+It holds the store repository, the embedder, the in-memory candidate index (in partitions by
+who may see a memory, loaded when a viewer first needs them: ``_partitions``), the usage
+recorder, the timeline (each scope's last memory) and the hotword generation. The work modules
+(writing, retrieval, lifecycle, consolidation, transfer, chat) receive it; none of them sees the
+façade. Opening a store reads no memories.
 
 **Every instance sees every write.** The candidate index is derived state, shared by every
 instance of one store in a process (``_Shared``), so a write through one instance is in the
 next recall of any other at once. Other processes' writes reach it through the store's change
 feed: before a recall the engine reads the feed entries it has not applied (at most every
-``FRESHNESS`` seconds) and re-reads the memories they name. An embedded store has one writing
-process (``_storage._lock``); a read-only process cannot read vectors another process wrote
-after it opened, so it embeds their text again.
+``FRESHNESS`` seconds) and re-reads the memories they name that belong in a loaded partition.
+An embedded store has one writing process (``_storage._lock``); a read-only process cannot read
+vectors another process wrote after it opened, so it embeds their text again.
 """
 
 from __future__ import annotations
@@ -18,18 +20,26 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime
 from typing import Any, TypeVar, cast
 
 from memento_core._candidate_index import CandidateIndex
 from memento_core._drafts import check_id
 from memento_core._model import MemoryItem, Scope, utcnow
+from memento_core._partitions import (
+    Entry,
+    PartitionedIndex,
+    load_partitions,
+    needed_by,
+    partition_where,
+)
 from memento_core._policies import RetentionPolicy, ReviewPolicy
 from memento_core._ranking import RankingWeights, Recalled
 from memento_core._storage import (
     Change,
     ChromaStore,
+    IndexRecord,
     Repository,
     acquire_write_lock,
     release_write_lock,
@@ -57,14 +67,20 @@ class _Shared:
     """One store in this process, shared by all its open instances: the Chroma client and
     repository, and the derived state (the candidate index, the timeline, …)."""
 
-    def __init__(self, key: tuple[str, str], chroma: ChromaStore, repository: Repository) -> None:
+    def __init__(
+        self,
+        key: tuple[str, str],
+        chroma: ChromaStore,
+        repository: Repository,
+        budget_bytes: int,
+    ) -> None:
         self.key = key
         self.chroma = chroma
         self.repository = repository
         self.engines = 0  # open instances; the last to close closes the client
         self.lock = threading.RLock()
-        self.index = CandidateIndex()
-        self.loaded = False
+        self.partitions = PartitionedIndex(budget_bytes)
+        self.started = False
         self.timeline: dict[Scope, tuple[str, datetime]] = {}
         self.hotword_generation = 0
         self.since = 0  # feed entries stamped from here on (µs) may be unseen
@@ -84,10 +100,12 @@ def open_shared(
     embedder: CachingEmbedder,
     *,
     writer: bool,
+    budget_bytes: int,
 ) -> _Shared:
     """The store ``key`` (location, collection prefix) as open in this process, connecting on
     the first open. A writer of an embedded store holds its write lock (``connect`` takes it on
-    the first open; later ones take it here): ``StoreLocked`` when another process holds it."""
+    the first open; later ones take it here): ``StoreLocked`` when another process holds it.
+    The instances share one index; its budget is the largest any of them asked for."""
     with _SHARED_GUARD:
         shared = _SHARED.get(key)
         if shared is None:
@@ -99,7 +117,7 @@ def open_shared(
                 if writer and chroma.directory is not None:
                     release_write_lock(chroma.directory)
                 raise
-            shared = _SHARED[key] = _Shared(key, chroma, Repository(chroma, info))
+            shared = _SHARED[key] = _Shared(key, chroma, Repository(chroma, info), budget_bytes)
         else:
             info = shared.repository.info
             if (info.embedder, info.dimension) != (embedder.name, embedder.dimension):
@@ -111,6 +129,8 @@ def open_shared(
                 )
             if writer and shared.chroma.directory is not None:
                 acquire_write_lock(shared.chroma.directory)
+            partitions = shared.partitions
+            partitions.budget_bytes = max(partitions.budget_bytes, budget_bytes)
         shared.engines += 1
         return shared
 
@@ -158,13 +178,17 @@ class Engine:
             self._write_usage, lambda item, moment, uses: used_fields(item, moment, uses=uses)
         )
         self._closed = False
-        self.load_index()
+        self._start()
 
     # ------------------------------------------------------------------ state
 
     @property
     def index(self) -> CandidateIndex:
-        return self._shared.index
+        return self._shared.partitions.index
+
+    @property
+    def partitions(self) -> PartitionedIndex:
+        return self._shared.partitions
 
     @property
     def timeline(self) -> dict[Scope, tuple[str, datetime]]:
@@ -228,32 +252,66 @@ class Engine:
 
     # ------------------------------------------------------- candidate index
 
-    def load_index(self) -> None:
-        """Fill the shared index from the store, once per process and store."""
+    def _start(self) -> None:
+        """Start following the change feed from now, once per process and store: nothing is
+        read until a viewer needs its partitions."""
         shared = self._shared
         with shared.lock:
-            if shared.loaded:
+            if shared.started:
                 return
             shared.since = to_micros(utcnow()) - OVERLAP_US
-            self._apply(None)
             shared.polled = time.monotonic()
-            shared.loaded = True
+            shared.started = True
+
+    def ready_for(self, viewer: Scope) -> None:
+        """Make the index hold everything ``viewer`` may see: apply what other processes
+        wrote, then load the viewer's partitions that are not loaded yet."""
+        self.catch_up()
+        load_partitions(self._shared.partitions, needed_by(viewer), self._read_partition)
+
+    def _read_partition(self, key: str) -> Iterator[Entry]:
+        where = partition_where(key)
+        if not self.read_only or self.store.shared:
+            yield from self._entries(self.store.index_records(where=where))
+            return
+        # A read-only embedded process cannot read vectors written after its client opened;
+        # such a read fails as a whole, so the partition's text is embedded again instead.
+        try:
+            records = list(self.store.index_records(where=where))
+        except Exception:  # Chroma raises a plain error for a vector it lacks
+            without = self.store.index_records(where=where, with_vectors=False)
+            records = self._embedded_again(list(without))
+        yield from self._entries(records)
+
+    def _embedded_again(self, records: list[IndexRecord]) -> list[IndexRecord]:
+        vectors = self.embedder.embed_documents([r.content for r in records])
+        return [dataclasses.replace(r, vector=v) for r, v in zip(records, vectors)]
+
+    @staticmethod
+    def _entries(records: Iterable[IndexRecord]) -> Iterator[Entry]:
+        for record in records:
+            yield (
+                record.id,
+                record.content,
+                Visibility(record.user_id, record.project_id, record.privacy),
+                record.vector,
+            )
 
     def catch_up(self, *, force: bool = False) -> None:
         """Apply the change-feed entries written by other processes since the last look."""
         shared = self._shared
         if not force and time.monotonic() - shared.polled < FRESHNESS:
             return
-        with shared.lock:
+        with shared.lock, shared.partitions.loading:
             if not force and time.monotonic() - shared.polled < FRESHNESS:
                 return
             now = to_micros(utcnow())
             if now - shared.since > FEED_RETENTION_US // 2:
-                # Idle past the feed's retention: entries may be gone; read everything again.
-                shared.index = CandidateIndex()
+                # Idle past the feed's retention: entries may be gone; start again from empty.
+                shared.partitions.clear()
                 shared.applied.clear()
                 shared.since = now - OVERLAP_US
-                self._apply(None)
+                self.hotwords_changed()
             else:
                 self._apply_changes(self.store.changes_since(shared.since - OVERLAP_US))
             shared.polled = time.monotonic()
@@ -263,16 +321,25 @@ class Engine:
 
     def _apply_changes(self, changes: Sequence[Change]) -> None:
         shared = self._shared
+        partitions = shared.partitions
         fresh = [c for c in changes if c.id not in shared.applied]
         if fresh:
-            latest: dict[str, str] = {}
+            latest: dict[str, tuple[str, Visibility | None]] = {}
             for change in fresh:  # oldest first: the last word on an id wins
-                for memory_id in change.ids:
-                    latest[memory_id] = change.op
-            for memory_id, op in latest.items():
-                if op != "put":
-                    shared.index.remove(memory_id)
-            self._apply([i for i, op in latest.items() if op == "put"])
+                for n, memory_id in enumerate(change.ids):
+                    owner = change.visibility[n] if change.visibility else None
+                    latest[memory_id] = (change.op, Visibility(*owner) if owner else None)
+            partitions.remove([i for i, (op, _) in latest.items() if op != "put"])
+            # Re-read only what the index holds or a loaded partition wants (an entry from an
+            # older writer names no visibility: read it to find out).
+            self._apply(
+                [
+                    memory_id
+                    for memory_id, (op, owner) in latest.items()
+                    if op == "put"
+                    and (owner is None or partitions.holds(memory_id) or partitions.wants(owner))
+                ]
+            )
             for change in fresh:
                 shared.applied[change.id] = change.at
                 shared.since = max(shared.since, change.at)
@@ -281,43 +348,31 @@ class Engine:
         for change_id in [i for i, at in shared.applied.items() if at < horizon]:
             del shared.applied[change_id]
 
-    def _apply(self, ids: Sequence[str] | None) -> None:
-        """(Re)index these memories as stored now (every memory when ``ids`` is None); ids no
-        longer stored leave the index."""
-        if ids is not None and not ids:
+    def _apply(self, ids: Sequence[str]) -> None:
+        """Re-index these memories as stored now; ids no longer stored leave the index."""
+        if not ids:
             return
         # A read-only embedded process cannot read vectors written after it opened.
-        with_vectors = ids is None or not self.read_only or self.store.shared
-        records = self.store.index_records(ids, with_vectors=with_vectors)
+        with_vectors = not self.read_only or self.store.shared
+        records = list(self.store.index_records(ids, with_vectors=with_vectors))
         if not with_vectors:
-            listed = list(records)
-            vectors = self.embedder.embed_documents([r.content for r in listed])
-            records = iter([dataclasses.replace(r, vector=v) for r, v in zip(listed, vectors)])
-        index = self._shared.index
-        seen = set()
-        for record in records:  # streamed: a whole store's vectors are never all in a list
-            seen.add(record.id)
-            index.remove(record.id)
-            index.add(
-                record.id,
-                record.content,
-                Visibility(record.user_id, record.project_id, record.privacy),
-                record.vector,
-            )
-        for gone in set(ids or ()) - seen:
-            index.remove(gone)
+            records = self._embedded_again(records)
+        partitions = self._shared.partitions
+        for entry in self._entries(records):
+            partitions.put(entry)
+        partitions.remove(set(ids) - {r.id for r in records})
 
     def indexed(self, items: Sequence[MemoryItem], vectors: Any) -> None:
-        """Put memories this process just wrote into the index."""
-        index = self._shared.index
-        for item in items:
-            index.remove(item.id)
-        index.add_many((i.id, i.content, visibility_of(i), v) for i, v in zip(items, vectors))
+        """Put memories this process just wrote into the index (where a loaded partition
+        wants them)."""
+        partitions = self._shared.partitions
+        with partitions.loading:
+            for item, vector in zip(items, vectors):
+                partitions.put((item.id, item.content, visibility_of(item), vector))
 
     def unindexed(self, memory_ids: Sequence[str]) -> None:
         """Take memories this process just erased out of the index and the timeline."""
-        for memory_id in memory_ids:
-            self._shared.index.remove(memory_id)
+        self._shared.partitions.remove(memory_ids)
         gone = set(memory_ids)
         timeline = self._shared.timeline
         for scope in [s for s, last in timeline.items() if last[0] in gone]:

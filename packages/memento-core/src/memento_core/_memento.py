@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import math
 import os
 import threading
 import time
@@ -50,6 +51,7 @@ from memento_core._model import (
     utcnow,
 )
 from memento_core._ownership import owned
+from memento_core._partitions import DEFAULT_BUDGET_MB, IndexStatus
 from memento_core._paths import default_store_path
 from memento_core._policies import FOREVER, Retention, RetentionPolicy, ReviewPolicy
 from memento_core._ranking import RankingWeights, Recalled
@@ -119,6 +121,7 @@ class Memento:
         retention: RetentionPolicy | None = None,
         review: ReviewPolicy | None = None,
         read_only: bool = False,
+        index_budget_mb: float = DEFAULT_BUDGET_MB,
     ) -> Memento:
         """Open (or create) a store: embedded in ``path`` by default, or on a Chroma server.
 
@@ -128,9 +131,22 @@ class Memento:
         must be left out. ``embedder`` defaults to all-MiniLM-L6-v2 on ONNX Runtime.
         One process at a time writes to an embedded store; another gets ``StoreLocked`` unless
         it opens ``read_only`` (writes then raise ``ReadOnlyStore``).
+
+        Opening reads no memories: recall loads the candidate index in partitions (a user's
+        memories, a project's team memories, the public ones) as viewers first need them, and
+        evicts those used least recently when the index passes ``index_budget_mb``.
         """
         if path is not None and url is not None:
             raise InvalidInput("give either a path (embedded store) or a url (Chroma server)")
+        if (
+            isinstance(index_budget_mb, bool)
+            or not isinstance(index_budget_mb, (int, float))
+            or not math.isfinite(index_budget_mb)
+            or index_budget_mb <= 0
+        ):
+            raise InvalidInput(
+                f"index_budget_mb must be a positive number of megabytes, got {index_budget_mb!r}"
+            )
         if url is not None:
             key = (url.rstrip("/"), collection_prefix)
 
@@ -147,7 +163,13 @@ class Memento:
 
         chosen = embedder or default_embedder()
         caching = chosen if isinstance(chosen, CachingEmbedder) else CachingEmbedder(chosen)
-        shared = open_shared(key, connect, caching, writer=url is None and not read_only)
+        shared = open_shared(
+            key,
+            connect,
+            caching,
+            writer=url is None and not read_only,
+            budget_bytes=int(index_budget_mb * 2**20),
+        )
         try:
             engine = Engine(
                 shared,
@@ -195,6 +217,12 @@ class Memento:
     @property
     def review_policy(self) -> ReviewPolicy:
         return self._engine.review_policy
+
+    def index_status(self) -> IndexStatus:
+        """What this process holds in memory for recall: partitions loaded, memories, bytes
+        against the budget (``index_budget_mb``), loads and evictions so far. Every instance of
+        one store in a process shares it."""
+        return self._engine.partitions.status()
 
     @property
     def read_only(self) -> bool:

@@ -1,7 +1,8 @@
 """Recall's candidates: the nearest and the best keyword matches a viewer may see, read by id.
 
 Each process keeps an in-memory candidate index (``CandidateIndex``: BM25 postings and unit
-vectors, with each memory's owner, project and privacy). Recall searches it exactly, then reads
+vectors, with each memory's owner, project and privacy), loaded in partitions by who may see a
+memory as viewers need them (``_partitions``). Recall searches it exactly, then reads
 the candidates from Chroma by id and decides visibility and the filter on the records read.
 Chroma's own filtered vector query evaluates the ``where`` over the whole collection (~0.5 s at
 100k memories), so it is not used here.
@@ -98,7 +99,7 @@ def candidates(
     ``recall_filter`` admits, scored for relevance; and every memory read, as stored."""
     import numpy as np  # not at import time: ``import memento_core`` stays light
 
-    engine.catch_up()
+    engine.ready_for(viewer)
     index = engine.index
     visible_to = {"viewer_user": viewer.user_id, "viewer_project": viewer.project_id}
     keyword_hits = index.search(query, limit=depth, **visible_to)
@@ -146,7 +147,7 @@ def candidates(
     if len(keyword_hits) == depth:
         # Vector candidates below the keyword cut-off still deserve their keyword score.
         for memory_id, score in index.scores_for(
-            query, [i for i in scored if i not in keyword_scores]
+            query, [i for i in scored if i not in keyword_scores], **visible_to
         ).items():
             scored[memory_id].keyword = score
     return list(scored.values()), admitted

@@ -132,7 +132,7 @@ def link_timeline(engine: Engine, items: list[MemoryItem], *, new: set[str]) -> 
 def prime_embeddings(engine: Engine, hashes: Sequence[str]) -> None:
     """Reuse vectors of identical text already in the store (say, in another scope)."""
     unknown = [h for h in set(hashes) if engine.embedder.cached(h) is None]
-    if not unknown or not len(engine.index):
+    if not unknown:
         return
     for text_key, vector in engine.store.vectors_by_hash(unknown).items():
         engine.embedder.prime(text_key, vector)

@@ -54,12 +54,15 @@ class IndexRecord:
 
 @dataclass(frozen=True)
 class Change:
-    """One entry of the change feed: memories written (``put``) or erased (``erase``)."""
+    """One entry of the change feed: memories written (``put``) or erased (``erase``). A put
+    names who may see each memory — (user, project, privacy) — so a reader re-reads only
+    what its index wants; entries from older writers name nobody (empty)."""
 
     id: str
     at: int
     op: str
     ids: tuple[str, ...]
+    visibility: tuple[tuple[str, str, str], ...] = ()
 
 
 class SideRecords:
@@ -217,13 +220,18 @@ class Repository:
         return int(self._items.count())
 
     def index_records(
-        self, ids: Sequence[str] | None = None, *, with_vectors: bool = True
+        self,
+        ids: Sequence[str] | None = None,
+        *,
+        where: Where | None = None,
+        with_vectors: bool = True,
     ) -> Iterator[IndexRecord]:
-        """What the candidate index needs of these memories (of every memory without ids).
-        Without vectors, ``vector`` is None: the caller embeds the text again."""
+        """What the candidate index needs of these memories (of every memory matching
+        ``where`` without ids). Without vectors, ``vector`` is None: the caller embeds the
+        text again."""
         include = ["metadatas", "documents", *(["embeddings"] if with_vectors else [])]
         records = (
-            self._chroma.iter_records(self._items, include=include)
+            self._chroma.iter_records(self._items, where=where, include=include)
             if ids is None
             else self._chroma.records_by_id(self._items, list(ids), include=include)
         )
@@ -271,7 +279,14 @@ class Repository:
                         item_metadata(items[n], hashes[n], replacing=replace) for n in chosen
                     ],
                 )
-        return self.log_change("put", [item.id for item in items])
+        return self.log_change(
+            "put",
+            [item.id for item in items],
+            [
+                (item.scope.user_id or "", item.scope.project_id or "", item.privacy.value)
+                for item in items
+            ],
+        )
 
     def set_fields(
         self, ids: Sequence[str], fields: Mapping[str, Any] | Sequence[Mapping[str, Any]]
@@ -437,27 +452,39 @@ class Repository:
 
     # ------------------------------------------------------------- change feed
 
-    def log_change(self, op: str, ids: Sequence[str]) -> Change | None:
+    def log_change(
+        self,
+        op: str,
+        ids: Sequence[str],
+        visibility: Sequence[tuple[str, str, str]] = (),
+    ) -> Change | None:
         """Append an entry to the change feed (after the write it describes, so a reader that
         sees the entry finds the records)."""
         if not ids:
             return None
         at = to_micros(utcnow())
-        change = Change(f"{at:020d}:{os.urandom(6).hex()}", at, op, tuple(ids))
-        self.changes.add(
-            [change.id], [json.dumps(list(change.ids))], [{"at": change.at, "op": change.op}]
-        )
+        change = Change(f"{at:020d}:{os.urandom(6).hex()}", at, op, tuple(ids), tuple(visibility))
+        document = {"ids": list(change.ids), "visibility": [list(v) for v in change.visibility]}
+        self.changes.add([change.id], [json.dumps(document)], [{"at": change.at, "op": change.op}])
         return change
 
     def changes_since(self, at: int) -> list[Change]:
         """Change-feed entries stamped at or after ``at`` (microseconds), oldest first."""
-        records = self.changes.find({"at": {"$gte": at}})
-        return [
-            Change(
-                r.id, int(r.metadata["at"]), str(r.metadata["op"]), tuple(json.loads(r.document))
+        changes = []
+        for record in self.changes.find({"at": {"$gte": at}}):
+            named = json.loads(record.document)
+            if isinstance(named, list):  # an older writer's entry: ids only
+                named = {"ids": named, "visibility": []}
+            changes.append(
+                Change(
+                    record.id,
+                    int(record.metadata["at"]),
+                    str(record.metadata["op"]),
+                    tuple(named["ids"]),
+                    tuple((str(u), str(p), str(v)) for u, p, v in named["visibility"]),
+                )
             )
-            for r in records
-        ]
+        return changes
 
     def prune_changes(self, before: int) -> None:
         """Drop change-feed entries stamped before ``before`` (microseconds)."""

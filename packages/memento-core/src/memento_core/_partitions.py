@@ -1,0 +1,259 @@
+"""The candidate index in partitions: what a viewer may see, loaded when first needed.
+
+A viewer (user ``u``, project ``p``) sees public memories, ``u``'s own memories and ``p``'s team
+memories (``_visibility``), so memories fall into partitions by who may see them:
+
+- ``public``: every public memory;
+- ``user:<u>``: ``u``'s memories that are not public (private and team);
+- ``team:<p>``: project ``p``'s team memories.
+
+A team memory belongs to its owner's partition and to its project's; the index holds it once,
+while either is loaded. A recall needs at most three partitions (``needed_by``); one not loaded
+yet is read from the store with one equality read (``partition_where``). Opening a store reads
+nothing. When the index grows past its budget, the partitions used least recently are evicted
+(never the ones being asked for) and the index is compacted.
+
+The statistics BM25 ranks with are taken over what the viewer may see (``CandidateIndex``), so
+a viewer's results do not depend on which other partitions happen to be loaded.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from memento_core._candidate_index import CandidateIndex
+from memento_core._model import Privacy, Scope
+from memento_core._visibility import Visibility
+
+PUBLIC = "public"
+USER = "user:"
+TEAM = "team:"
+
+DEFAULT_BUDGET_MB = 1024
+"""The default index budget: a whole store of about 500,000 memories stays loaded."""
+
+FILL_CHUNK = 1_000
+EVICT_TO = 0.8
+"""Eviction frees a fifth of the budget at once, so the next loads do not each evict again."""
+
+Entry = tuple[str, str, Visibility, Any]
+"""What the index keeps of one memory: id, text, who may see it, vector."""
+
+
+@dataclass(frozen=True)
+class IndexStatus:
+    """What this process's candidate index of a store holds (``Memento.index_status``)."""
+
+    partitions: int
+    """Partitions loaded: ``public``, one per user and one per project seen by a recall."""
+    memories: int
+    """Memories held (a team memory whose user's and project's partitions are both loaded
+    counts once)."""
+    bytes: int
+    """About how much memory the index takes: vectors, postings and per-memory entries."""
+    budget_bytes: int
+    loads: int
+    """Partitions read from the store since the store was opened in this process."""
+    evictions: int
+    """Partitions dropped to stay within the budget since then."""
+
+
+def partitions_of(visibility: Visibility) -> tuple[str, ...]:
+    """The partitions a memory belongs to."""
+    if visibility.privacy == Privacy.PUBLIC.value:
+        return (PUBLIC,)
+    if visibility.privacy == Privacy.TEAM.value and visibility.project_id:
+        return (USER + visibility.user_id, TEAM + visibility.project_id)
+    return (USER + visibility.user_id,)
+
+
+def needed_by(viewer: Scope) -> tuple[str, ...]:
+    """The partitions holding everything ``viewer`` may see."""
+    keys = (PUBLIC, USER + (viewer.user_id or ""))
+    return (*keys, TEAM + viewer.project_id) if viewer.project_id else keys
+
+
+def partition_where(key: str) -> dict[str, Any]:
+    """One partition as a store ``where`` clause: equality on indexed fields."""
+    if key == PUBLIC:
+        return {"privacy": Privacy.PUBLIC.value}
+    if key.startswith(USER):
+        return {
+            "$and": [
+                {"user_id": key[len(USER) :]},
+                {"privacy": {"$ne": Privacy.PUBLIC.value}},
+            ]
+        }
+    if key.startswith(TEAM):
+        return {"$and": [{"project_id": key[len(TEAM) :]}, {"privacy": Privacy.TEAM.value}]}
+    raise ValueError(f"not a partition: {key!r}")
+
+
+class PartitionedIndex:
+    """A ``CandidateIndex`` over the loaded partitions, with their bookkeeping.
+
+    ``loading`` serialises partition loads with this process's own writes (the engine holds it
+    around both): a write that lands while a partition is read is then either in the read or
+    put into the index after it, never lost between the two.
+    """
+
+    def __init__(self, budget_bytes: int) -> None:
+        self.budget_bytes = budget_bytes
+        self.index = CandidateIndex()
+        self.loading = threading.RLock()
+        self._lock = threading.RLock()
+        # Partition → its memories, least recently used first; one being read is also in
+        # ``_filling`` and counts as missing until it is whole.
+        self._members: OrderedDict[str, set[str]] = OrderedDict()
+        self._filling: set[str] = set()
+        self._keys_of: dict[str, tuple[str, ...]] = {}
+        self.loads = 0
+        self.evictions = 0
+
+    # ------------------------------------------------------------------ state
+
+    def loaded(self) -> list[str]:
+        with self._lock:
+            return [k for k in self._members if k not in self._filling]
+
+    def missing(self, keys: Sequence[str]) -> list[str]:
+        """Which of ``keys`` are not loaded; the loaded ones count as just used."""
+        with self._lock:
+            absent = []
+            for key in keys:
+                if key in self._members and key not in self._filling:
+                    self._members.move_to_end(key)
+                else:
+                    absent.append(key)
+            return absent
+
+    def wants(self, visibility: Visibility) -> bool:
+        """Whether a memory with this visibility belongs in a loaded partition."""
+        with self._lock:
+            return any(key in self._members for key in partitions_of(visibility))
+
+    def holds(self, memory_id: str) -> bool:
+        return memory_id in self._keys_of
+
+    def __len__(self) -> int:
+        return len(self._keys_of)
+
+    def status(self) -> IndexStatus:
+        with self._lock:
+            return IndexStatus(
+                partitions=len(self._members) - len(self._filling),
+                memories=len(self._keys_of),
+                bytes=self.index.nbytes(),
+                budget_bytes=self.budget_bytes,
+                loads=self.loads,
+                evictions=self.evictions,
+            )
+
+    # ------------------------------------------------------------------ changes
+
+    def add_partition(self, key: str, entries: Iterable[Entry]) -> None:
+        """A partition read from the store: index its memories and mark it loaded. The read
+        is consumed in chunks, so recalls that need other partitions do not wait for it."""
+        with self._lock:
+            self._members[key] = set()
+            self._filling.add(key)
+        try:
+            chunk: list[Entry] = []
+            for entry in entries:
+                chunk.append(entry)
+                if len(chunk) == FILL_CHUNK:
+                    self._put_all(chunk)
+                    chunk = []
+            self._put_all(chunk)
+        except BaseException:
+            with self._lock:
+                self._drop(key)
+            raise
+        finally:
+            with self._lock:
+                self._filling.discard(key)
+        self.loads += 1
+
+    def _put_all(self, entries: Sequence[Entry]) -> None:
+        with self._lock:
+            for entry in entries:
+                self._put(entry)
+
+    def put(self, entry: Entry) -> None:
+        """A memory as stored now: indexed when one of its partitions is loaded, else
+        dropped (it may have moved out of a loaded partition)."""
+        with self._lock:
+            self._put(entry)
+
+    def _put(self, entry: Entry) -> None:
+        memory_id, text, visibility, vector = entry
+        self._remove(memory_id)
+        keys = tuple(k for k in partitions_of(visibility) if k in self._members)
+        if not keys:
+            return
+        self.index.add(memory_id, text, visibility, vector)
+        self._keys_of[memory_id] = keys
+        for key in keys:
+            self._members[key].add(memory_id)
+
+    def remove(self, memory_ids: Iterable[str]) -> None:
+        with self._lock:
+            for memory_id in memory_ids:
+                self._remove(memory_id)
+
+    def _remove(self, memory_id: str) -> None:
+        keys = self._keys_of.pop(memory_id, None)
+        if keys is None:
+            return
+        for key in keys:
+            self._members[key].discard(memory_id)
+        self.index.remove(memory_id)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._members.clear()
+            self._filling.clear()
+            self._keys_of.clear()
+            self.index = CandidateIndex()
+
+    def evict(self, keep: Sequence[str]) -> None:
+        """Over the budget, drop the partitions used least recently (not ``keep``) until the
+        index is back under ``EVICT_TO`` of it, then compact it once."""
+        with self._lock:
+            if self.index.nbytes() <= self.budget_bytes:
+                return
+            target = EVICT_TO * self.budget_bytes
+            for key in [k for k in self._members if k not in keep and k not in self._filling]:
+                if self.index.nbytes(live=True) <= target:
+                    break
+                self._drop(key)
+                self.evictions += 1
+            self.index.compact(force=True)
+
+    def _drop(self, key: str) -> None:
+        for memory_id in self._members.pop(key, ()):
+            others = tuple(k for k in self._keys_of[memory_id] if k != key)
+            if others:
+                self._keys_of[memory_id] = others
+            else:
+                del self._keys_of[memory_id]
+                self.index.remove(memory_id)
+
+
+def load_partitions(
+    partitions: PartitionedIndex,
+    keys: Sequence[str],
+    read: Callable[[str], Iterator[Entry]],
+) -> None:
+    """Load the partitions of ``keys`` that are missing (reading each with ``read``), then
+    keep the index within its budget."""
+    if not partitions.missing(keys):
+        return
+    with partitions.loading:
+        for key in partitions.missing(keys):
+            partitions.add_partition(key, read(key))
+        partitions.evict(keep=keys)
