@@ -22,6 +22,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -249,11 +250,18 @@ def load_partitions(
     keys: Sequence[str],
     read: Callable[[str], Iterator[Entry]],
 ) -> None:
-    """Load the partitions of ``keys`` that are missing (reading each with ``read``), then
-    keep the index within its budget."""
+    """Load the partitions of ``keys`` that are missing (reading each with ``read``; several
+    at once, since each read waits mostly on the store), then keep the index within its
+    budget."""
     if not partitions.missing(keys):
         return
     with partitions.loading:
-        for key in partitions.missing(keys):
-            partitions.add_partition(key, read(key))
+        absent = partitions.missing(keys)
+        if len(absent) == 1:
+            partitions.add_partition(absent[0], read(absent[0]))
+        elif absent:
+            with ThreadPoolExecutor(len(absent), thread_name_prefix="memento-load") as pool:
+                read_all = list(pool.map(lambda key: list(read(key)), absent))
+            for key, entries in zip(absent, read_all):
+                partitions.add_partition(key, entries)
         partitions.evict(keep=keys)

@@ -226,15 +226,14 @@ class Repository:
         where: Where | None = None,
         with_vectors: bool = True,
     ) -> Iterator[IndexRecord]:
-        """What the candidate index needs of these memories (of every memory matching
-        ``where`` without ids). Without vectors, ``vector`` is None: the caller embeds the
+        """What the candidate index needs of these memories (of those matching ``where``
+        without ids). Without vectors, ``vector`` is None: the caller embeds the
         text again."""
         include = ["metadatas", "documents", *(["embeddings"] if with_vectors else [])]
-        records = (
-            self._chroma.iter_records(self._items, where=where, include=include)
-            if ids is None
-            else self._chroma.records_by_id(self._items, list(ids), include=include)
-        )
+        if ids is None:
+            # Ids first, then the records by id in pages: reading by id costs what is read.
+            ids = self._chroma.ids_where(self._items, where)
+        records = self._chroma.records_by_id(self._items, list(ids), include=include)
         for memory_id, meta, document, vector in records:
             yield IndexRecord(
                 memory_id,
