@@ -266,8 +266,12 @@ class Engine:
     def ready_for(self, viewer: Scope) -> None:
         """Make the index hold everything ``viewer`` may see: apply what other processes
         wrote, then load the viewer's partitions that are not loaded yet."""
-        self.catch_up()
-        load_partitions(self._shared.partitions, needed_by(viewer), self._read_partition)
+        keys = needed_by(viewer)
+        partitions = self._shared.partitions
+        # Before a load, every feed entry visible now is taken as applied (the load reads what
+        # they describe), so none of them is read a second time afterwards.
+        self.catch_up(force=bool(partitions.missing(keys)))
+        load_partitions(partitions, keys, self._read_partition)
 
     def _read_partition(self, key: str) -> Iterator[Entry]:
         where = partition_where(key)
