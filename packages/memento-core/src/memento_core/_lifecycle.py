@@ -249,6 +249,10 @@ def erase_user(
     owned = engine.store.find_item_ids({"user_id": checked})
     derived, unlinked = erase(engine, owned)
     extra = {eraser.__name__: eraser(engine, checked) for eraser in extra_erasers}
+    # Adapters' side records of the user, found through the store: erasure reaches them even
+    # where the adapter was never built (another process, the CLI).
+    for name, count in engine.store.erase_side_records_of(checked).items():
+        extra[name] = extra.get(name, 0) + count
     return ErasureReport(
         user_id=checked,
         memories=tuple(owned),

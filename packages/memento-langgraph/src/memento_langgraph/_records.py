@@ -130,7 +130,9 @@ class CheckpointRecords:
 
     # ------------------------------------------------------------------ writing
 
-    def put_blobs(self, thread: str, ns: str, blobs: Mapping[tuple[str, str], Typed]) -> None:
+    def put_blobs(
+        self, thread: str, ns: str, blobs: Mapping[tuple[str, str], Typed], *, user_id: str
+    ) -> None:
         if not blobs:
             return
         items = list(blobs.items())
@@ -144,6 +146,7 @@ class CheckpointRecords:
                     "channel": channel,
                     "version": version,
                     "type": type_,
+                    "user_id": user_id,  # core's erase_user deletes the user's side records
                 }
                 for (channel, version), (type_, _) in items
             ],
@@ -171,7 +174,7 @@ class CheckpointRecords:
                     "checkpoint_id": checkpoint_id,
                     "parent_id": parent_id,
                     "run_id": run_id,
-                    "user_id": user_id,  # so erase_user finds the user's threads
+                    "user_id": user_id,  # core's erase_user deletes the user's side records
                     "type": checkpoint[0],
                     "md_type": metadata[0],
                     "md": encode(metadata[1]),
@@ -187,8 +190,11 @@ class CheckpointRecords:
         task_id: str,
         task_path: str,
         writes: Sequence[tuple[int, str, Typed]],
+        *,
+        user_id: str | None,
     ) -> None:
-        """Special channels (negative index) overwrite; a regular write already stored stays."""
+        """Special channels (negative index) overwrite; a regular write already stored stays.
+        ``user_id`` None: the user of the checkpoint the writes belong to."""
         ids = [record_id("w", thread, ns, checkpoint_id, task_id, str(i)) for i, _, _ in writes]
         regular = [rid for rid, (idx, _, _) in zip(ids, writes) if idx >= 0]
         stored = {r.id for r in self.writes_col.get(regular)}
@@ -196,6 +202,9 @@ class CheckpointRecords:
         if not fresh:
             return
         cp = record_id("cp", thread, ns, checkpoint_id)
+        if user_id is None:
+            owner = self.checkpoints_col.get([cp])
+            user_id = str(owner[0].metadata.get("user_id") or "") if owner else ""
         self.writes_col.put(
             [rid for rid, _ in fresh],
             [encode(value[1]) for _, (_, _, value) in fresh],
@@ -210,6 +219,7 @@ class CheckpointRecords:
                     "idx": idx,
                     "channel": channel,
                     "type": value[0],
+                    "user_id": user_id,
                 }
                 for _, (idx, channel, value) in fresh
             ],
