@@ -120,3 +120,32 @@ def test_erasure_reaches_checkpoints_from_anywhere(
             f"noted: {KEEP}",
         ]
     assert _raw_traces(path) == []
+
+
+def test_blobs_and_writes_stored_without_their_user_get_it_once(
+    tmp_path: Path, embedder: Embedder
+) -> None:
+    """Records of earlier versions: checkpoints named their user, blobs and writes did not."""
+    path = tmp_path / "store"
+    _write(path, embedder)
+    with Memento.open(path, embedder=embedder) as mem:
+        for name in ("lg_blobs", "lg_writes"):  # as earlier versions stored them
+            records = mem.side_records(name)
+            old = records.find()
+            records.delete(ids=[r.id for r in old])  # an upsert would keep the stored key
+            records.add(
+                [r.id for r in old],
+                [r.document for r in old],
+                [{k: v for k, v in r.metadata.items() if k != "user_id"} for r in old],
+            )
+            assert not records.find({"user_id": USER})
+        mem.side_records("lg_migrations").delete(ids=["checkpoint-users"])
+
+    with Memento.open(path, embedder=embedder) as mem:
+        MementoSaver(mem)  # a writable saver opening the store tags them
+        assert mem.side_records("lg_blobs").find({"user_id": USER})
+    _erase_with_a_fresh_instance(path, embedder)
+    with Memento.open(path, embedder=embedder) as mem:
+        assert MementoSaver(mem).get_tuple(_config("her-1")) is None
+        assert MementoSaver(mem).get_tuple(_config("bob-1")) is not None
+    assert _raw_traces(path) == []

@@ -118,7 +118,9 @@ def test_items_stored_the_old_way_move_home_when_the_store_opens(
     with Memento.open(path, embedder=embedder) as mem:
         ids = mem.remember_many(
             [
-                _old_item(old, ALICE_NS, "locker", "Alice's locker code for the gym is 4471", "alice"),
+                _old_item(
+                    old, ALICE_NS, "locker", "Alice's locker code for the gym is 4471", "alice"
+                ),
                 _old_item(old, BOB_NS, "locker", "Bob's locker code for the gym is 9012", "bob"),
             ]
         )

@@ -68,7 +68,9 @@ class Space:
         if isinstance(self.recall_budget, bool) or not isinstance(self.recall_budget, int):
             raise InvalidInput(f"recall_budget must be a whole number, got {self.recall_budget!r}")
         # A space may not act as, or in the project of, an adapter's own records.
-        check_claimable(Scope(user_id=self.user_id, agent_id=self.agent_id, project_id=self.project))
+        check_claimable(
+            Scope(user_id=self.user_id, agent_id=self.agent_id, project_id=self.project)
+        )
 
     @property
     def project(self) -> str:

@@ -1,23 +1,30 @@
-"""Moving items stored before the store had a home of its own.
+"""Bringing records stored by earlier versions up to date, once per store.
 
-Until issue 21, an item was a team memory of the plain project ``project_id`` (``"langgraph"``),
-so anyone recalling with that project saw every user's items. Items now live in the reserved
-project ``adapter:<project_id>`` (see ``memento_langgraph.namespaces``). Their ids do not
-depend on the project they live in, so moving one is rewriting it in place under its id with
-its new scope: its value, creation time and usage stay. The move runs once per store and
-project, when a writable ``MementoStore`` opens; a marker in the side collection ``lg_store``
-records that it ran. Expired items are left where they are: they are hidden from everyone, and
-core's ``purge`` erases them.
+**Store items.** Until issue 21, an item was a team memory of the plain project ``project_id``
+(``"langgraph"``), so anyone recalling with that project saw every user's items. Items now live
+in the reserved project ``adapter:<project_id>`` (see ``memento_langgraph.namespaces``). Their
+ids hash the store's ``project_id``, not the project they live in, so moving one is rewriting
+it in place under its id with its new scope: its value, creation time and usage stay. Expired
+items are left where they are: they are hidden from everyone, and core's ``purge`` erases them.
+
+**Checkpoint records.** Checkpoints always named their thread's user; blobs and writes now do
+too (``user_id``), so that core's ``erase_user`` deletes them from any instance. Older blobs and
+writes take the user of their checkpoint (writes) or of their thread's newest checkpoint
+(blobs).
+
+Each runs when a writable ``MementoStore`` (per project) or ``MementoSaver`` opens, until a
+marker in the side collection ``lg_migrations`` records that it ran.
 """
 
 from __future__ import annotations
 
-from memento_core import FOREVER, Memento, MemoryDraft, MemoryItem, Scope
+from memento_core import FOREVER, Memento, MemoryDraft, MemoryItem, Scope, SideRecords
 from memento_langgraph.namespaces import NamespaceMapping
 
-__all__ = ["move_old_items"]
+__all__ = ["move_old_items", "tag_old_records"]
 
-MARKERS = "lg_store"
+MARKERS = "lg_migrations"
+PAGE = 500
 
 
 def move_old_items(memento: Memento, mapping: NamespaceMapping) -> int:
@@ -61,3 +68,40 @@ def _moved(
         origin_trace=item.origin_trace,
         retention=FOREVER if item.retention is None else item.retention,
     )
+
+
+def tag_old_records(
+    memento: Memento, checkpoints: SideRecords, blobs: SideRecords, writes: SideRecords
+) -> int:
+    """Give blobs and writes stored without a user their checkpoint's, once; returns how many."""
+    if memento.read_only:
+        return 0
+    markers = memento.side_records(MARKERS)
+    marker = "checkpoint-users"
+    if markers.get([marker]):
+        return 0
+    by_checkpoint: dict[str, str] = {}
+    newest: dict[str, tuple[str, str]] = {}  # thread -> (checkpoint id, user)
+    for record in checkpoints.find():
+        meta = record.metadata
+        user = str(meta.get("user_id") or "")
+        by_checkpoint[record.id] = user
+        thread, checkpoint_id = str(meta["thread_id"]), str(meta["checkpoint_id"])
+        if thread not in newest or checkpoint_id > newest[thread][0]:
+            newest[thread] = (checkpoint_id, user)
+    tagged = 0
+    for collection, user_of in (
+        (blobs, lambda meta: newest.get(str(meta["thread_id"]), ("", ""))[1]),
+        (writes, lambda meta: by_checkpoint.get(str(meta["cp"]), "")),
+    ):
+        untagged = [r for r in collection.find() if "user_id" not in r.metadata]
+        for start in range(0, len(untagged), PAGE):
+            page = untagged[start : start + PAGE]
+            collection.put(
+                [r.id for r in page],
+                [r.document for r in page],
+                [{**r.metadata, "user_id": user_of(r.metadata)} for r in page],
+            )
+        tagged += len(untagged)
+    markers.put([marker], ["blobs and writes carry their user"], [{"done": True}])
+    return tagged

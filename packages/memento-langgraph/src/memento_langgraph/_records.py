@@ -4,8 +4,9 @@
 channel values in the document, its metadata (serialised) and the parent and run ids in the
 record's metadata. ``lg_blobs``: one record per (thread, namespace, channel, version).
 ``lg_writes``: one record per (thread, namespace, checkpoint id, task id, write index).
-Record ids are hashes of those keys; bytes are base64 text. Nothing here is a memory: the
-records carry Memento's placeholder vector and never take part in recall.
+Record ids are hashes of those keys; bytes are base64 text. Every record's ``user_id`` is its
+thread's user, so core's ``erase_user`` deletes it. Nothing here is a memory: the records carry
+Memento's placeholder vector and never take part in recall.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from langgraph.checkpoint.base import writes_sort_key
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from memento_core import Memento, SideRecords
+from memento_langgraph._migration import tag_old_records
 
 __all__ = ["CheckpointRecords", "Record", "decode"]
 
@@ -62,6 +64,8 @@ class CheckpointRecords:
         self.checkpoints_col = memento.side_records("lg_checkpoints")
         self.blobs_col = memento.side_records("lg_blobs")
         self.writes_col = memento.side_records("lg_writes")
+        # Blobs and writes of earlier versions get their user, so erase_user finds them.
+        tag_old_records(memento, self.checkpoints_col, self.blobs_col, self.writes_col)
 
     # ------------------------------------------------------------------ reading
 
@@ -230,14 +234,6 @@ class CheckpointRecords:
     def delete_thread(self, thread: str) -> None:
         for collection in (self.checkpoints_col, self.blobs_col, self.writes_col):
             collection.delete(where={"thread_id": thread})
-
-    def erase_user(self, user_id: str) -> int:
-        """Delete every thread with a checkpoint of ``user_id`` (checkpoints, blobs, writes);
-        returns how many checkpoints went."""
-        found = self.checkpoints_col.find({"user_id": user_id})
-        for thread in sorted({r.metadata["thread_id"] for r in found}):
-            self.delete_thread(thread)
-        return len(found)
 
     def delete_runs(self, run_ids: Sequence[str], serde: SerializerProtocol) -> None:
         if not run_ids:

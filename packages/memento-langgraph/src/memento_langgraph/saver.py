@@ -16,9 +16,8 @@ Every checkpoint, blob and write records its thread's user (``configurable[user_
 the metadata's, else ``scope.user_id``; a write without one in its config takes its
 checkpoint's) as the side record's ``user_id``, so ``Memento.erase_user`` deletes them from any
 instance or process — the CLI's ``memento-core erase-user`` too — without this saver being
-built there. The saver also registers with ``Memento.on_erase_user`` on its own instance, which
-erases whole threads with a checkpoint of the user (records written before blobs and writes
-carried their user included).
+built there. Blobs and writes stored before they carried a user take their checkpoint's when
+a writable saver first opens the store (``_migration``).
 """
 
 from __future__ import annotations
@@ -87,7 +86,6 @@ class MementoSaver(BaseCheckpointSaver[str]):
         self.summarizer = summarizer
         self._records = CheckpointRecords(memento)
         self._lock = threading.Lock()
-        memento.on_erase_user(self._records.erase_user, name="langgraph_checkpoints")
 
     # ------------------------------------------------------------------ reading
 
@@ -228,7 +226,13 @@ class MementoSaver(BaseCheckpointSaver[str]):
         ]
         with self._lock:  # the existence check and the write must not interleave
             self._records.put_writes(
-                thread, ns, checkpoint_id, task_id, task_path, indexed, user_id=self._run_user(config)
+                thread,
+                ns,
+                checkpoint_id,
+                task_id,
+                task_path,
+                indexed,
+                user_id=self._run_user(config),
             )
 
     def _run_user(self, config: RunnableConfig) -> str | None:
