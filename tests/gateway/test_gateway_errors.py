@@ -261,8 +261,13 @@ async def test_a_failing_key_registry_is_an_error_frame(serving: Any, mem: Any) 
 
 @pytest.mark.parametrize(
     "fields",
-    [{"project_id": "adapter:langgraph"}, {"user_id": "adapter:x"}, {"space_id": "adapter:lg"}],
-    ids=["project", "user", "space-as-project"],
+    [
+        {"project_id": "adapter:langgraph"},
+        {"user_id": "adapter:x"},
+        {"space_id": "adapter:lg"},
+        {"space_id": "adapter:lg", "project_id": "shop"},  # its users would be "adapter:lg:…"
+    ],
+    ids=["project", "user", "space-as-project", "space-as-user-prefix"],
 )
 def test_a_space_cannot_claim_an_adapters_reserved_scope(fields: dict[str, str]) -> None:
     """A LangGraph store's items live in ``adapter:<project>``; no space reaches them (issue 21)."""

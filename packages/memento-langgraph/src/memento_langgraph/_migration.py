@@ -18,6 +18,9 @@ marker in the side collection ``lg_migrations`` records that it ran.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from memento_core import FOREVER, Memento, MemoryDraft, MemoryItem, Scope, SideRecords
 from memento_langgraph.namespaces import NamespaceMapping
 
@@ -89,11 +92,15 @@ def tag_old_records(
         thread, checkpoint_id = str(meta["thread_id"]), str(meta["checkpoint_id"])
         if thread not in newest or checkpoint_id > newest[thread][0]:
             newest[thread] = (checkpoint_id, user)
+
+    def blob_user(meta: Mapping[str, Any]) -> str:
+        return newest.get(str(meta["thread_id"]), ("", ""))[1]
+
+    def write_user(meta: Mapping[str, Any]) -> str:
+        return by_checkpoint.get(str(meta["cp"]), "")
+
     tagged = 0
-    for collection, user_of in (
-        (blobs, lambda meta: newest.get(str(meta["thread_id"]), ("", ""))[1]),
-        (writes, lambda meta: by_checkpoint.get(str(meta["cp"]), "")),
-    ):
+    for collection, user_of in ((blobs, blob_user), (writes, write_user)):
         untagged = [r for r in collection.find() if "user_id" not in r.metadata]
         for start in range(0, len(untagged), PAGE):
             page = untagged[start : start + PAGE]
