@@ -527,6 +527,20 @@ class Repository:
             )
         return changes
 
+    def unname_in_changes(self, user_id: str) -> int:
+        """Rewrite the feed entries that name ``user_id`` as an owner to name no visibility (an
+        older writer's shape, whose memories readers re-read to learn it), so an erased user's
+        name stays nowhere; returns how many were rewritten."""
+        rewritten = 0
+        for record in self.changes.find():
+            named = json.loads(record.document)
+            if isinstance(named, dict) and any(
+                owner and owner[0] == user_id for owner in named.get("visibility", ())
+            ):
+                self.changes.put([record.id], [json.dumps(named["ids"])], [record.metadata])
+                rewritten += 1
+        return rewritten
+
     def prune_changes(self, before: int) -> None:
         """Drop change-feed entries stamped before ``before`` (microseconds)."""
         self.changes.delete(where={"at": {"$lt": before}})
