@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import json
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from memento_core import (
+    Embedder,
     InvalidInput,
     LinkType,
     Memento,
@@ -336,3 +338,23 @@ async def test_async_twins_forget_and_erase(mem: Memento) -> None:
     kept = await mem.aremember("Ann likes umbrellas with ducks", scope=ANN)
     assert (await mem.aerase_user("ann")).memories == (kept,)
     assert await mem.aitems() == []
+
+
+def test_erase_user_deletes_side_records_naming_the_user_from_any_instance(
+    tmp_path: Path, embedder: Embedder
+) -> None:
+    """An adapter's side records carry their user (``user_id``); a fresh instance that never
+    opened the collection erases them (issue 21)."""
+    path = tmp_path / "store"
+    with Memento.open(path, embedder=embedder) as mem:
+        notes = mem.side_records("app_notes")
+        notes.put(
+            ["n1", "n2", "n3"],
+            ["alice's note", "alice's other note", "bob's note"],
+            [{"user_id": "alice"}, {"user_id": "alice", "kind": "x"}, {"user_id": "bob"}],
+        )
+    with Memento.open(path, embedder=embedder) as mem:
+        report = mem.erase_user("alice")
+        assert report.extra["app_notes"] == 2
+        assert [r.document for r in mem.side_records("app_notes").find()] == ["bob's note"]
+        assert mem.erase_user("carol").extra == {"erase_user_messages": 0, "app_notes": 0}

@@ -9,6 +9,7 @@ import pytest
 from conftest import DISABLED_KEY, KEY, Recorder, chat_graph, fake_model, request, turn
 from websockets.exceptions import ConnectionClosed
 
+from memento_core import InvalidScope
 from memento_gateway import Space
 
 ERROR_FIELDS = ["status", "connection_id", "msg", "msgtype"]
@@ -256,3 +257,20 @@ async def test_a_failing_key_registry_is_an_error_frame(serving: Any, mem: Any) 
         await server.wait_closed()
     assert the_error(first) == "api_key could not be checked: key service unreachable"
     assert the_error(second) == the_error(first)  # the connection stayed open
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"project_id": "adapter:langgraph"},
+        {"user_id": "adapter:x"},
+        {"space_id": "adapter:lg"},
+        {"space_id": "adapter:lg", "project_id": "shop"},  # its users would be "adapter:lg:…"
+    ],
+    ids=["project", "user", "space-as-project", "space-as-user-prefix"],
+)
+def test_a_space_cannot_claim_an_adapters_reserved_scope(fields: dict[str, str]) -> None:
+    """A LangGraph store's items live in ``adapter:<project>``; no space reaches them (issue 21)."""
+    chosen = {"space_id": "shop", **fields}
+    with pytest.raises(InvalidScope, match="reserved for adapters' own records"):
+        Space(graph=chat_graph(fake_model("x")), **chosen)

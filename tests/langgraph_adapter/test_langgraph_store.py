@@ -86,7 +86,7 @@ def test_an_item_is_a_memory_of_the_user_its_namespace_names(
     store.put(("memories", alice), "coffee", {"text": f"{alice} drinks her espresso without sugar"})
 
     memory = shared_mem.get(store.mapping.memory_id(("memories", alice), "coffee"))
-    assert memory.scope == Scope(user_id=alice, project_id="langgraph")
+    assert memory.scope == Scope(user_id=alice, project_id="adapter:langgraph")
     assert memory.type is MemoryType.SEMANTIC
     assert memory.content == f"{alice} drinks her espresso without sugar"
 
@@ -128,7 +128,9 @@ def test_the_user_label_can_be_moved_or_switched_off(shared_mem: Memento, fresh:
     none.put((user, "notes"), "k", {"text": "hello"})
 
     assert shared_mem.get(first.mapping.memory_id((user, "notes"), "k")).scope.user_id == user
-    assert shared_mem.get(none.mapping.memory_id((user, "notes"), "k")).scope.user_id is None
+    # Without a user, an item is the store's own: its user is the store's reserved home.
+    owner = shared_mem.get(none.mapping.memory_id((user, "notes"), "k")).scope.user_id
+    assert owner == none.mapping.home == "adapter:" + none.mapping.project_id
 
 
 def test_stores_with_different_projects_do_not_see_each_other(
@@ -168,7 +170,7 @@ def test_query_search_ranks_with_memento_and_returns_its_scores(
     assert scores == sorted(scores, reverse=True)
     recalled = shared_mem.recall(
         "which database do we run in production?",
-        scope=Scope(project_id="langgraph"),
+        scope=store.mapping.viewer(),
         filter={"tags": [f"lg:ns:{namespace[0]}"]},
         limit=1,
     )

@@ -55,9 +55,7 @@ def test_any_valid_langgraph_user_label_can_be_stored(
 def test_a_valid_scope_label_stays_the_user_id(store: MementoStore, fresh: Fresh) -> None:
     user = fresh("alice")
     store.put(("memories", user), "k", {"text": "Alice rows on Sundays"})
-    recalled = store.memento.recall(
-        "rowing", scope=Scope(user_id=user, project_id="langgraph"), limit=1
-    )
+    recalled = store.memento.recall("rowing", scope=Scope(user_id=user), limit=1)
     assert [r.item.data for r in recalled] == [{"text": "Alice rows on Sundays"}]
 
 
@@ -208,7 +206,7 @@ def test_search_scores_are_memento_scores_best_first(
     hits = store.search(namespace, query="production database")
     recalled = shared_mem.recall(
         "production database",
-        scope=Scope(project_id="langgraph"),
+        scope=store.mapping.viewer(),
         filter={"tags": [f"lg:ns:{namespace[0]}"]},
     )
     assert [h.key for h in hits] == ["db", "coffee"]

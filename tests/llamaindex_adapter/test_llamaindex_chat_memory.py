@@ -13,7 +13,7 @@ from llama_index.core.base.llms.types import ChatMessage, ImageBlock, MessageRol
 from llama_index.core.llms import MockLLM
 from llama_index.core.memory import ChatMemoryBuffer
 
-from memento_core import Embedder, InvalidContent, InvalidInput, Memento, Scope
+from memento_core import Embedder, InvalidContent, InvalidInput, Memento, NotOwner, Scope
 from memento_llamaindex import MementoChatMemory
 
 
@@ -277,3 +277,66 @@ def test_bad_settings_are_refused_when_built(store: Memento) -> None:
         MementoChatMemory.from_defaults(store=store, sesion_id="typo")
     with pytest.raises(ValueError, match="session_id"):
         MementoChatMemory.from_defaults(store=store, session_id="bad\x00id")
+
+
+# ------------------------------------------------------------------- ownership (issue 21)
+
+
+def _bobs_view(store: Memento, session_id: str) -> MementoChatMemory:
+    return MementoChatMemory.from_defaults(
+        store=store, user_id="bob", session_id=session_id, tokenizer_fn=split_tokens
+    )
+
+
+def test_a_session_id_is_not_a_capability(store: Memento, fresh: Callable[[str], str]) -> None:
+    """Bob, given alice's session id, can neither read, add to, replace, reset, purge nor
+    archive her conversation; hers is unharmed."""
+    session = fresh("alice")
+    hers = MementoChatMemory.from_defaults(
+        store=store, user_id="alice", session_id=session, tokenizer_fn=split_tokens
+    )
+    hers.put_messages([user("my door code is 4417"), assistant("noted")])
+    bobs = _bobs_view(store, session)
+    for attempt in (
+        bobs.get,
+        lambda: bobs.get("door code"),
+        bobs.get_all,
+        bobs.history,
+        lambda: bobs.put(user("bob was here")),
+        lambda: bobs.put_messages([user("bob was here")]),
+        lambda: bobs.set([user("bob's version")]),
+        bobs.reset,
+        lambda: bobs.chat.reset(purge=True),
+        bobs.archive,
+        lambda: MementoChatMemory.from_defaults(
+            chat_history=[user("bob's version")], store=store, user_id="bob", session_id=session
+        ),
+    ):
+        with pytest.raises(NotOwner, match="belongs to another user"):
+            attempt()
+
+    assert contents(hers.get_all()) == ["my door code is 4417", "noted"]
+    assert contents(hers.history()) == ["my door code is 4417", "noted"]
+    assert not [i for i in store.items() if i.scope.user_id == "bob"]  # nothing archived as his
+
+
+async def test_the_async_twins_refuse_another_users_session_too(
+    store: Memento, fresh: Callable[[str], str]
+) -> None:
+    session = fresh("alice")
+    hers = MementoChatMemory.from_defaults(store=store, user_id="alice", session_id=session)
+    await hers.aput(user("my door code is 4417"))
+    bobs = _bobs_view(store, session)
+    for attempt in (
+        bobs.aget,
+        bobs.aget_all,
+        bobs.ahistory,
+        lambda: bobs.aput(user("bob was here")),
+        lambda: bobs.aput_messages([user("bob was here")]),
+        lambda: bobs.aset([]),
+        bobs.areset,
+        bobs.aarchive,
+    ):
+        with pytest.raises(NotOwner, match="belongs to another user"):
+            await attempt()
+    assert contents(await hers.aget_all()) == ["my door code is 4417"]

@@ -14,6 +14,7 @@ from memento_core._memento import (
 )
 from memento_core._messages import Message, Role, ToolCall
 from memento_core._model import (
+    ADAPTER_PREFIX,
     MAX_CONTENT_CHARS,
     FeedbackEvent,
     FeedbackKind,
@@ -23,7 +24,9 @@ from memento_core._model import (
     MemoryType,
     Privacy,
     Scope,
+    adapter_scope_value,
     as_utc,
+    check_claimable,
     check_scope_value,
     parse_enum,
 )
@@ -76,6 +79,7 @@ from memento_core.hotwords import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "ADAPTER_PREFIX",
     "DEFAULT_PATH",
     "FOREVER",
     "MAX_CONTENT_CHARS",
@@ -147,8 +151,10 @@ __all__ = [
     "WindowPolicy",
     "WordPieceCounter",
     "__version__",
+    "adapter_scope_value",
     "adetect_stream",
     "as_utc",
+    "check_claimable",
     "check_scope_value",
     "default_store_path",
     "detect_stream",

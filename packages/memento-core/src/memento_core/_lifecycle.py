@@ -56,6 +56,8 @@ class ErasureReport:
     """Consolidated memories kept (they have other sources) minus their links to the erased."""
     messages: int = 0
     extra: dict[str, int] = field(default_factory=dict)
+    """Records erased beside memories, by eraser (``on_erase_user``'s names, the chat
+    messages') and by adapter side collection (``lg_checkpoints``, …)."""
 
 
 def _where(*clauses: dict[str, Any]) -> dict[str, Any]:
@@ -249,6 +251,11 @@ def erase_user(
     owned = engine.store.find_item_ids({"user_id": checked})
     derived, unlinked = erase(engine, owned)
     extra = {eraser.__name__: eraser(engine, checked) for eraser in extra_erasers}
+    # Adapters' side records of the user, found through the store: erasure reaches them even
+    # where the adapter was never built (another process, the CLI).
+    for name, count in engine.store.erase_side_records_of(checked).items():
+        extra[name] = extra.get(name, 0) + count
+    engine.store.unname_in_changes(checked)  # the change feed named the owner of each write
     return ErasureReport(
         user_id=checked,
         memories=tuple(owned),

@@ -517,12 +517,19 @@ class Memento:
     def side_records(self, name: str) -> SideRecords:
         """A side collection of this store for records without vectors (an adapter's own
         records, say LangGraph checkpoints). ``name``: letters, digits and ``_``; the names
-        Memento uses itself (``messages``, ``changes``) are refused."""
+        Memento uses itself (``messages``, ``changes``) are refused.
+
+        A record whose metadata ``user_id`` names a user belongs to that user: ``erase_user``
+        deletes it, from whatever instance or process erases (the store lists the side
+        collections made here), so an adapter need not be built for its records to go."""
         if not isinstance(name, str) or not name.replace("_", "").isalnum() or len(name) > 64:
             raise InvalidInput(f"a side-record name is letters, digits and _, got {name!r}")
         if name in ("messages", "changes", "items", "links", "events", "meta"):
             raise InvalidInput(f"the side-record name {name!r} is Memento's own")
-        return self._engine.store.side_records(name)
+        store = self._engine.store
+        if not self._engine.read_only:
+            store.register_side_records(name)
+        return store.side_records(name)
 
     # --------------------------------------------------------- working memory
 
@@ -643,14 +650,17 @@ class Memento:
 
     def erase_user(self, user_id: str) -> ErasureReport:
         """Right to erasure: every memory, vector, link, feedback event and chat message of a
-        user, and facts derived only from them. An unknown user is a no-op."""
+        user, facts derived only from them, and adapters' side records of the user (see
+        ``side_records``; ``ErasureReport.extra`` counts them by collection). An unknown user
+        is a no-op."""
         return lifecycle.erase_user(self._engine, user_id, extra_erasers=self._engine.user_erasers)
 
     def on_erase_user(self, eraser: Callable[[str], int], *, name: str) -> None:
         """Have ``erase_user`` also erase a user's records an adapter keeps beside memories
         (say, LangGraph checkpoints): ``eraser(user_id)`` deletes them and returns how many.
         ``name`` keys the count in ``ErasureReport.extra``; registering a name again replaces
-        the earlier eraser. Erasers run on this instance's ``erase_user``."""
+        the earlier eraser. Erasers run on this instance's ``erase_user`` only: records kept
+        in ``side_records`` with their ``user_id`` need no eraser, any instance erases them."""
         if not callable(eraser):
             raise InvalidInput(f"an eraser must be callable, got {type(eraser).__name__}")
         if not isinstance(name, str) or not name.replace("_", "").isalnum():

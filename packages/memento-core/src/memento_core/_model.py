@@ -125,6 +125,33 @@ def check_scope_value(value: object, what: str) -> str | None:
     return value
 
 
+ADAPTER_PREFIX = "adapter:"
+"""Scope values that start with it are reserved for adapters' own memories (a LangGraph
+store's items are team memories of the project ``adapter:langgraph``): the front ends that
+take a scope from outside the application — the CLI, the MCP server, the gateway — refuse them
+(``check_claimable``), so naming a project reaches no adapter's records."""
+
+
+def adapter_scope_value(name: str) -> str:
+    """``name`` reserved for an adapter: ``"adapter:" + name``, checked as a scope value."""
+    value = ADAPTER_PREFIX + check_text(name, "an adapter's scope name", max_chars=MAX_SCOPE_CHARS)
+    check_scope_value(value, "an adapter's scope value")
+    return value
+
+
+def check_claimable(scope: Scope) -> Scope:
+    """``scope`` if a caller from outside the application may claim it: ``InvalidScope`` when
+    its user or project is reserved for adapters (``ADAPTER_PREFIX``)."""
+    for name in ("user_id", "project_id"):
+        value = getattr(scope, name)
+        if value is not None and value.startswith(ADAPTER_PREFIX):
+            raise InvalidScope(
+                f"{name} {value!r} is reserved for adapters' own records "
+                f"(values starting with {ADAPTER_PREFIX!r} cannot be claimed)"
+            )
+    return scope
+
+
 def check_tags(tags: Iterable[object] | None) -> tuple[str, ...]:
     if tags is None:
         return ()

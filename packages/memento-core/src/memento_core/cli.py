@@ -17,7 +17,15 @@ from pathlib import Path
 from typing import Any
 
 from memento_core._memento import Memento
-from memento_core._model import FeedbackKind, LinkType, MemoryItem, MemoryType, Privacy, Scope
+from memento_core._model import (
+    FeedbackKind,
+    LinkType,
+    MemoryItem,
+    MemoryType,
+    Privacy,
+    Scope,
+    check_claimable,
+)
 from memento_core._paths import default_store_path, store_exists
 from memento_core.errors import InvalidInput, MementoError, StoreUnavailable
 
@@ -28,8 +36,13 @@ CREATING_COMMANDS = frozenset({"remember", "import"})
 
 
 def _scope(args: argparse.Namespace) -> Scope:
-    return Scope(
-        user_id=args.user, agent_id=args.agent, project_id=args.project, session_id=args.session
+    return check_claimable(
+        Scope(
+            user_id=args.user,
+            agent_id=args.agent,
+            project_id=args.project,
+            session_id=args.session,
+        )
     )
 
 

@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 from langchain_core.runnables import Runnable
 
-from memento_core import InvalidInput, Scope, WindowPolicy
+from memento_core import InvalidInput, Scope, WindowPolicy, check_claimable
 
 __all__ = ["KeyRegistry", "Space", "StaticKeys"]
 
@@ -67,7 +67,11 @@ class Space:
             raise InvalidInput(f"return_voice must be 0 or 1, got {self.return_voice!r}")
         if isinstance(self.recall_budget, bool) or not isinstance(self.recall_budget, int):
             raise InvalidInput(f"recall_budget must be a whole number, got {self.recall_budget!r}")
-        Scope(user_id=self.user_id, agent_id=self.agent_id, project_id=self.project_id)
+        # A space may not act as, or in the project of, an adapter's own records; every user
+        # it acts as starts like ``user_for(None)`` (its fixed user, or its space id).
+        check_claimable(
+            Scope(user_id=self.user_for(None), agent_id=self.agent_id, project_id=self.project)
+        )
 
     @property
     def project(self) -> str:

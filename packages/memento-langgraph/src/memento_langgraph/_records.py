@@ -4,8 +4,9 @@
 channel values in the document, its metadata (serialised) and the parent and run ids in the
 record's metadata. ``lg_blobs``: one record per (thread, namespace, channel, version).
 ``lg_writes``: one record per (thread, namespace, checkpoint id, task id, write index).
-Record ids are hashes of those keys; bytes are base64 text. Nothing here is a memory: the
-records carry Memento's placeholder vector and never take part in recall.
+Record ids are hashes of those keys; bytes are base64 text. Every record's ``user_id`` is its
+thread's user, so core's ``erase_user`` deletes it. Nothing here is a memory: the records carry
+Memento's placeholder vector and never take part in recall.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from langgraph.checkpoint.base import writes_sort_key
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from memento_core import Memento, SideRecords
+from memento_langgraph._migration import tag_old_records
 
 __all__ = ["CheckpointRecords", "Record", "decode"]
 
@@ -62,6 +64,8 @@ class CheckpointRecords:
         self.checkpoints_col = memento.side_records("lg_checkpoints")
         self.blobs_col = memento.side_records("lg_blobs")
         self.writes_col = memento.side_records("lg_writes")
+        # Blobs and writes of earlier versions get their user, so erase_user finds them.
+        tag_old_records(memento, self.checkpoints_col, self.blobs_col, self.writes_col)
 
     # ------------------------------------------------------------------ reading
 
@@ -130,7 +134,9 @@ class CheckpointRecords:
 
     # ------------------------------------------------------------------ writing
 
-    def put_blobs(self, thread: str, ns: str, blobs: Mapping[tuple[str, str], Typed]) -> None:
+    def put_blobs(
+        self, thread: str, ns: str, blobs: Mapping[tuple[str, str], Typed], *, user_id: str
+    ) -> None:
         if not blobs:
             return
         items = list(blobs.items())
@@ -144,6 +150,7 @@ class CheckpointRecords:
                     "channel": channel,
                     "version": version,
                     "type": type_,
+                    "user_id": user_id,  # core's erase_user deletes the user's side records
                 }
                 for (channel, version), (type_, _) in items
             ],
@@ -171,7 +178,7 @@ class CheckpointRecords:
                     "checkpoint_id": checkpoint_id,
                     "parent_id": parent_id,
                     "run_id": run_id,
-                    "user_id": user_id,  # so erase_user finds the user's threads
+                    "user_id": user_id,  # core's erase_user deletes the user's side records
                     "type": checkpoint[0],
                     "md_type": metadata[0],
                     "md": encode(metadata[1]),
@@ -187,8 +194,11 @@ class CheckpointRecords:
         task_id: str,
         task_path: str,
         writes: Sequence[tuple[int, str, Typed]],
+        *,
+        user_id: str | None,
     ) -> None:
-        """Special channels (negative index) overwrite; a regular write already stored stays."""
+        """Special channels (negative index) overwrite; a regular write already stored stays.
+        ``user_id`` None: the user of the checkpoint the writes belong to."""
         ids = [record_id("w", thread, ns, checkpoint_id, task_id, str(i)) for i, _, _ in writes]
         regular = [rid for rid, (idx, _, _) in zip(ids, writes) if idx >= 0]
         stored = {r.id for r in self.writes_col.get(regular)}
@@ -196,6 +206,9 @@ class CheckpointRecords:
         if not fresh:
             return
         cp = record_id("cp", thread, ns, checkpoint_id)
+        if user_id is None:
+            owner = self.checkpoints_col.get([cp])
+            user_id = str(owner[0].metadata.get("user_id") or "") if owner else ""
         self.writes_col.put(
             [rid for rid, _ in fresh],
             [encode(value[1]) for _, (_, _, value) in fresh],
@@ -210,6 +223,7 @@ class CheckpointRecords:
                     "idx": idx,
                     "channel": channel,
                     "type": value[0],
+                    "user_id": user_id,
                 }
                 for _, (idx, channel, value) in fresh
             ],
@@ -220,14 +234,6 @@ class CheckpointRecords:
     def delete_thread(self, thread: str) -> None:
         for collection in (self.checkpoints_col, self.blobs_col, self.writes_col):
             collection.delete(where={"thread_id": thread})
-
-    def erase_user(self, user_id: str) -> int:
-        """Delete every thread with a checkpoint of ``user_id`` (checkpoints, blobs, writes);
-        returns how many checkpoints went."""
-        found = self.checkpoints_col.find({"user_id": user_id})
-        for thread in sorted({r.metadata["thread_id"] for r in found}):
-            self.delete_thread(thread)
-        return len(found)
 
     def delete_runs(self, run_ids: Sequence[str], serde: SerializerProtocol) -> None:
         if not run_ids:

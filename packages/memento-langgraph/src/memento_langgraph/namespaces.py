@@ -10,11 +10,25 @@ One item ``(namespace, key)`` is one memory:
   ``("memories", user_id)`` —, then the second. An int picks a position; ``None`` means no
   user. A one-label namespace ``(user_id,)`` is that user's too. A label that LangGraph allows
   but a Memento scope value does not (a control character such as a trailing newline, only
-  whitespace, more than 256 characters) is stored as ``"lg-user-"`` + a hash of the label, so
-  every valid LangGraph namespace can be written; ``project_id`` is the store's
-  project (default ``"langgraph"``); privacy is ``team``. So the store (which searches as its
-  project) sees every item, a recall for a user sees that user's items and nobody else's, and
-  ``erase_user`` erases them.
+  whitespace, more than 256 characters), or one starting with core's reserved ``"adapter:"``,
+  is stored as ``"lg-user-"`` + a hash of the label, so every valid LangGraph namespace can be
+  written. ``project_id`` is the store's **home**: its ``project_id`` (default ``"langgraph"``)
+  reserved for adapters, ``"adapter:langgraph"``; privacy is ``team``. A namespace without a
+  user is the store's own: its user is the home too.
+- **who sees an item**: the store, which reads as its home project (``viewer()``), sees every
+  item; a recall for a user sees that user's items and nobody else's; ``erase_user`` erases
+  them. Nobody else does. Why a reserved project rather than private items: the store must
+  rank and list every user's items at once (``search(("memories",), query=...)`` spans users),
+  and core ranks only what a viewer may see — a project is the one way a viewer sees many
+  users' memories. Before, that project was the plain ``"langgraph"``, so any viewer naming it
+  (``recall(scope=Scope(project_id="langgraph"))``, ``memento-mcp-server --project
+  langgraph``, the CLI's ``--project langgraph``, a gateway space of that name) saw every
+  user's items. Core's front ends refuse scope values starting with ``"adapter:"``
+  (``memento_core.check_claimable``), so the home can be named only by the application
+  itself, through core's API.
+- **moving old items**: ids hash the store's ``project_id``, not its home, so items stored
+  the old way (team memories of the plain project) are rewritten into the home under their
+  ids, once per store and project, when a writable store opens (``_migration``).
 - **tags**: one per namespace prefix, the root included (``lg:ns:``, ``lg:ns:memories``,
   ``lg:ns:memories.alice``: labels cannot hold ``.``, so the join is unambiguous; a prefix too
   long for a tag is hashed, ``lg:ns#…``), plus ``lg:indexed`` when the item was embedded.
@@ -29,11 +43,18 @@ import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Literal
 
 from langgraph.store.base import InvalidNamespaceError, MatchCondition
 
-from memento_core import InvalidScope, MemoryItem, Scope
+from memento_core import (
+    ADAPTER_PREFIX,
+    InvalidScope,
+    MemoryItem,
+    Scope,
+    adapter_scope_value,
+)
 
 __all__ = ["INDEXED_TAG", "NamespaceMapping", "matches_condition", "user_id_for"]
 
@@ -52,6 +73,15 @@ class NamespaceMapping:
     project_id: str = "langgraph"
     user_label: int | Literal["auto"] | None = "auto"
 
+    def __post_init__(self) -> None:
+        adapter_scope_value(self.project_id)  # a bad project id fails here, not at a put
+
+    @cached_property
+    def home(self) -> str:
+        """The project the items live in: ``project_id`` reserved for this adapter
+        (``"adapter:langgraph"``), which no front end lets a caller claim."""
+        return adapter_scope_value(self.project_id)
+
     def memory_id(self, namespace: Sequence[str], key: str) -> str:
         # NUL cannot occur in a label and the key comes last, so joining is unambiguous while
         # no label holds the separator; one that does is hashed as JSON behind a prefix no
@@ -68,15 +98,16 @@ class NamespaceMapping:
         return 1 if len(namespace) > 1 and namespace[0] == "memories" else 0
 
     def scope(self, namespace: Sequence[str]) -> Scope:
-        user = None
+        """The namespace's user (the store itself when it names none) in the store's home."""
+        user = self.home
         position = self.user_position(namespace)
         if position is not None and len(namespace) > position:
             user = user_id_for(namespace[position])
-        return Scope(user_id=user, project_id=self.project_id)
+        return Scope(user_id=user, project_id=self.home)
 
     def viewer(self) -> Scope:
-        """The scope the store reads as: every team item of its project."""
-        return Scope(project_id=self.project_id)
+        """The scope the store reads as: every team item of its home project."""
+        return Scope(project_id=self.home)
 
     def tags(self, namespace: Sequence[str], *, indexed: bool) -> list[str]:
         if len(namespace) > MAX_DEPTH:
@@ -92,7 +123,14 @@ class NamespaceMapping:
 
     def address(self, item: MemoryItem) -> tuple[tuple[str, ...], str] | None:
         """The ``(namespace, key)`` of one of this store's items; None for any other memory."""
-        if item.scope.project_id != self.project_id or not isinstance(item.origin_trace, Mapping):
+        if item.scope.project_id != self.home:
+            return None
+        return self.traced_address(item)
+
+    def traced_address(self, item: MemoryItem) -> tuple[tuple[str, ...], str] | None:
+        """The ``(namespace, key)`` the memory's origin trace names, if its id is the id of that
+        address — whatever project it lives in (items stored before the store had its home)."""
+        if not isinstance(item.origin_trace, Mapping):
             return None
         trace = item.origin_trace.get(TRACE_KEY)
         if not isinstance(trace, Mapping):
@@ -107,9 +145,12 @@ class NamespaceMapping:
 
 def user_id_for(label: str) -> str:
     """The Memento user id of a namespace's user label: the label itself when Memento accepts
-    it as a scope value, else ``"lg-user-"`` + a hash of it (one label, one id)."""
+    it as a scope value a caller may claim, else ``"lg-user-"`` + a hash of it (one label, one
+    id)."""
     try:
         Scope(user_id=label)
+        if label.startswith(ADAPTER_PREFIX):
+            raise InvalidScope(label)  # reserved: it could name the store's own home
     except InvalidScope:
         digest = hashlib.sha256(label.encode("utf-8", "surrogatepass")).hexdigest()[:40]
         return "lg-user-" + digest

@@ -12,9 +12,12 @@ checkpoint) are recorded as the history of Memento session ``thread_id`` and arc
 episodic memory by core's working memory. The user is the checkpoint metadata's ``user_id``
 (LangGraph copies ``config["configurable"]["user_id"]`` there).
 
-Every checkpoint records its thread's user (``configurable[user_key]``, else the metadata's,
-else ``scope.user_id``), and the saver registers itself with ``Memento.on_erase_user``: erasing
-a user deletes their threads' checkpoints, blobs and writes.
+Every checkpoint, blob and write records its thread's user (``configurable[user_key]``, else
+the metadata's, else ``scope.user_id``; a write without one in its config takes its
+checkpoint's) as the side record's ``user_id``, so ``Memento.erase_user`` deletes them from any
+instance or process — the CLI's ``memento-core erase-user`` too — without this saver being
+built there. Blobs and writes stored before they carried a user take their checkpoint's when
+a writable saver first opens the store (``_migration``).
 """
 
 from __future__ import annotations
@@ -83,7 +86,6 @@ class MementoSaver(BaseCheckpointSaver[str]):
         self.summarizer = summarizer
         self._records = CheckpointRecords(memento)
         self._lock = threading.Lock()
-        memento.on_erase_user(self._records.erase_user, name="langgraph_checkpoints")
 
     # ------------------------------------------------------------------ reading
 
@@ -180,6 +182,8 @@ class MementoSaver(BaseCheckpointSaver[str]):
         thread, ns = _address(configurable)
         stored = checkpoint.copy()
         values: dict[str, Any] = stored.pop("channel_values")  # type: ignore[misc]  # stored apart
+        full_metadata = get_serializable_checkpoint_metadata(config, metadata)
+        user_id = self._user_of(configurable, full_metadata)
         self._records.put_blobs(
             thread,
             ns,
@@ -189,8 +193,8 @@ class MementoSaver(BaseCheckpointSaver[str]):
                 )
                 for channel, version in new_versions.items()
             },
+            user_id=user_id,
         )
-        full_metadata = get_serializable_checkpoint_metadata(config, metadata)
         self._records.put_checkpoint(
             thread,
             ns,
@@ -199,7 +203,7 @@ class MementoSaver(BaseCheckpointSaver[str]):
             checkpoint=self.serde.dumps_typed(stored),
             metadata=self.serde.dumps_typed(full_metadata),
             run_id=str(full_metadata.get("run_id") or ""),
-            user_id=self._user_of(configurable, full_metadata),
+            user_id=user_id,
         )
         ended = self.end_of_thread
         if ns == "" and ended is not None and ended(checkpoint, full_metadata):
@@ -221,7 +225,20 @@ class MementoSaver(BaseCheckpointSaver[str]):
             for n, (channel, value) in enumerate(writes)
         ]
         with self._lock:  # the existence check and the write must not interleave
-            self._records.put_writes(thread, ns, checkpoint_id, task_id, task_path, indexed)
+            self._records.put_writes(
+                thread,
+                ns,
+                checkpoint_id,
+                task_id,
+                task_path,
+                indexed,
+                user_id=self._run_user(config),
+            )
+
+    def _run_user(self, config: RunnableConfig) -> str | None:
+        """The user a run's config names (``configurable[user_key]``); None when it names none."""
+        found = config["configurable"].get(self.user_key)
+        return found if isinstance(found, str) and found else None
 
     def _user_of(self, configurable: dict[str, Any], metadata: CheckpointMetadata) -> str:
         """The thread's user: ``configurable[user_key]``, else the metadata's, else the saver's

@@ -62,6 +62,7 @@ from memento_core import (
     MemoryType,
 )
 from memento_langgraph._grouping import Group
+from memento_langgraph._migration import move_old_items
 from memento_langgraph.filters import check_filter, matches_filter
 from memento_langgraph.namespaces import (
     INDEXED_TAG,
@@ -111,6 +112,7 @@ class MementoStore(BaseStore):
         self._fields = [(path, tokenize_path(path) if path != "$" else path) for path in fields]
         self._writes: Group[PutOp] = Group(self._apply_puts)
         self._queries: Group[str] = Group(self._embed_queries)
+        move_old_items(memento, self.mapping)  # once per store: items of the old mapping
 
     @classmethod
     def open(
@@ -254,7 +256,7 @@ class MementoStore(BaseStore):
         reject ranked hits, so the request grows until enough pass or nothing is left.
         """
         fetch = min(wanted * (4 if value_filter else 1), MAX_RECALL_LIMIT)
-        recall_filter = {"tags": [tag, INDEXED_TAG], "project_id": self.mapping.project_id}
+        recall_filter = {"tags": [tag, INDEXED_TAG], "project_id": self.mapping.home}
         while True:
             hits = self.memento.recall(
                 query, scope=self.mapping.viewer(), limit=fetch, filter=recall_filter

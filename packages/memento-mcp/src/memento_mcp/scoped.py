@@ -31,6 +31,7 @@ from memento_core import (
     Privacy,
     Recalled,
     Scope,
+    check_claimable,
 )
 
 if TYPE_CHECKING:
@@ -51,6 +52,7 @@ class ScopedMemento:
             raise InvalidScope("the MCP server needs a configured user (--user or MEMENTO_USER)")
         if scope.session_id is not None:
             raise InvalidScope("the server's scope is a user, agent and project; not a session")
+        check_claimable(scope)  # adapters' own projects are nobody's to claim
         self.mem = mem
         self.scope = scope
 

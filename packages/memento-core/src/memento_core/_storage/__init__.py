@@ -28,6 +28,7 @@ from memento_core._storage._records import (
     to_micros,
 )
 from memento_core._storage._repository import (
+    SIDE_OWNER_KEY,
     Change,
     IndexRecord,
     Repository,
@@ -41,6 +42,7 @@ __all__ = [
     "PAGE",
     "PLACEHOLDER_VECTOR",
     "SCHEMA_VERSION",
+    "SIDE_OWNER_KEY",
     "Change",
     "ChromaStore",
     "IndexRecord",

@@ -30,6 +30,12 @@ from memento_core._storage._records import (
 
 Where = Mapping[str, Any]
 
+SIDE_OWNER_KEY = "user_id"
+"""The metadata field of a side record that names the user it belongs to (see
+``Repository.erase_side_records_of``)."""
+SIDE_REGISTRY_KIND = "side_records"
+"""The ``kind`` of the meta records that list the side collections adapters made."""
+
 
 @dataclass(frozen=True)
 class SideRecord:
@@ -67,7 +73,10 @@ class Change:
 
 class SideRecords:
     """A collection of records without vectors (chat messages, adapters' checkpoints, the
-    change feed). ``where`` clauses compare flat metadata, as in Chroma."""
+    change feed). ``where`` clauses compare flat metadata, as in Chroma. A record whose
+    metadata ``user_id`` names a user is that user's: ``Memento.erase_user`` deletes it from
+    every collection adapters got through ``Memento.side_records``, whichever instance or
+    process erases."""
 
     def __init__(self, collection: Any, store: ChromaStore) -> None:
         self._collection = collection
@@ -158,6 +167,7 @@ class Repository:
         self._links = chroma.links
         self._events = chroma.events
         self._side: dict[str, SideRecords] = {}
+        self._registered: set[str] = set()
         self.changes = self.side_records("changes")
 
     # ----------------------------------------------------------------- memories
@@ -449,6 +459,38 @@ class Repository:
             found = self._side[name] = SideRecords(self._chroma.side_collection(name), self._chroma)
         return found
 
+    def register_side_records(self, name: str) -> None:
+        """Note in the store that an adapter keeps the side collection ``name``, so that any
+        instance, in any process, finds it when it erases a user."""
+        if name in self._registered:
+            return
+        meta = self._chroma.meta
+        record_id = f"side:{name}"
+        if not meta.get(ids=[record_id], include=[])["ids"]:
+            meta.upsert(
+                ids=[record_id],
+                embeddings=[PLACEHOLDER_VECTOR],
+                documents=[name],
+                metadatas=[{"kind": SIDE_REGISTRY_KIND, "name": name}],
+            )
+        self._registered.add(name)
+
+    def registered_side_records(self) -> list[str]:
+        """The names of the side collections adapters made in this store, sorted."""
+        found = self._chroma.meta.get(where={"kind": SIDE_REGISTRY_KIND}, include=["metadatas"])
+        return sorted(str(m["name"]) for m in found["metadatas"])
+
+    def erase_side_records_of(self, user_id: str) -> dict[str, int]:
+        """Delete, in every registered side collection, the records whose metadata
+        ``user_id`` is ``user_id``; returns how many went, by collection name."""
+        erased: dict[str, int] = {}
+        for name in self.registered_side_records():
+            records = self.side_records(name)
+            doomed = records.ids({SIDE_OWNER_KEY: user_id})
+            records.delete(ids=doomed)
+            erased[name] = len(doomed)
+        return erased
+
     # ------------------------------------------------------------- change feed
 
     def log_change(
@@ -484,6 +526,20 @@ class Repository:
                 )
             )
         return changes
+
+    def unname_in_changes(self, user_id: str) -> int:
+        """Rewrite the feed entries that name ``user_id`` as an owner to name no visibility (an
+        older writer's shape, whose memories readers re-read to learn it), so an erased user's
+        name stays nowhere; returns how many were rewritten."""
+        rewritten = 0
+        for record in self.changes.find():
+            named = json.loads(record.document)
+            if isinstance(named, dict) and any(
+                owner and owner[0] == user_id for owner in named.get("visibility", ())
+            ):
+                self.changes.put([record.id], [json.dumps(named["ids"])], [record.metadata])
+                rewritten += 1
+        return rewritten
 
     def prune_changes(self, before: int) -> None:
         """Drop change-feed entries stamped before ``before`` (microseconds)."""
