@@ -4,11 +4,14 @@ see, eviction keeps the budget, and results are the same whatever is loaded or e
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
-from conftest import StoreFactory
 
 from memento_core import Embedder, IndexStatus, InvalidInput, Memento, MemoryDraft, Scope
+
+if TYPE_CHECKING:
+    from conftest import StoreFactory
 
 ALICE = Scope(user_id="alice", project_id="apollo")
 BOB = Scope(user_id="bob", project_id="apollo")

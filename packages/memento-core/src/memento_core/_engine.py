@@ -328,20 +328,22 @@ class Engine:
         partitions = shared.partitions
         fresh = [c for c in changes if c.id not in shared.applied]
         if fresh:
-            latest: dict[str, tuple[str, Visibility | None]] = {}
+            latest: dict[str, tuple[str, tuple[str, ...] | None]] = {}
             for change in fresh:  # oldest first: the last word on an id wins
                 for n, memory_id in enumerate(change.ids):
-                    owner = change.visibility[n] if change.visibility else None
-                    latest[memory_id] = (change.op, Visibility(*owner) if owner else None)
+                    digests = change.partitions[n] if change.partitions else None
+                    latest[memory_id] = (change.op, digests)
             partitions.remove([i for i, (op, _) in latest.items() if op != "put"])
             # Re-read only what the index holds or a loaded partition wants (an entry from an
-            # older writer names no visibility: read it to find out).
+            # older writer names no partitions: read it to find out).
             self._apply(
                 [
                     memory_id
-                    for memory_id, (op, owner) in latest.items()
+                    for memory_id, (op, digests) in latest.items()
                     if op == "put"
-                    and (owner is None or partitions.holds(memory_id) or partitions.wants(owner))
+                    and (
+                        digests is None or partitions.holds(memory_id) or partitions.wants(digests)
+                    )
                 ]
             )
             for change in fresh:

@@ -255,7 +255,6 @@ def erase_user(
     # where the adapter was never built (another process, the CLI).
     for name, count in engine.store.erase_side_records_of(checked).items():
         extra[name] = extra.get(name, 0) + count
-    engine.store.unname_in_changes(checked)  # the change feed named the owner of each write
     return ErasureReport(
         user_id=checked,
         memories=tuple(owned),

@@ -19,6 +19,7 @@ a viewer's results do not depend on which other partitions happen to be loaded.
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -72,6 +73,16 @@ def partitions_of(visibility: Visibility) -> tuple[str, ...]:
     return (USER + visibility.user_id,)
 
 
+def digest(key: str) -> str:
+    """A partition's name in the change feed: a user's or project's id is not written there,
+    so erasing a user leaves no trace of it in the feed."""
+    return hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
+
+
+def partition_digests(visibility: Visibility) -> tuple[str, ...]:
+    return tuple(digest(key) for key in partitions_of(visibility))
+
+
 def needed_by(viewer: Scope) -> tuple[str, ...]:
     """The partitions holding everything ``viewer`` may see."""
     keys = (PUBLIC, USER + (viewer.user_id or ""))
@@ -112,6 +123,7 @@ class PartitionedIndex:
         self._members: OrderedDict[str, set[str]] = OrderedDict()
         self._filling: set[str] = set()
         self._keys_of: dict[str, tuple[str, ...]] = {}
+        self._by_digest: dict[str, str] = {}
         self.loads = 0
         self.evictions = 0
 
@@ -132,10 +144,10 @@ class PartitionedIndex:
                     absent.append(key)
             return absent
 
-    def wants(self, visibility: Visibility) -> bool:
-        """Whether a memory with this visibility belongs in a loaded partition."""
+    def wants(self, digests: Iterable[str]) -> bool:
+        """Whether a memory in the partitions with these digests belongs in a loaded one."""
         with self._lock:
-            return any(key in self._members for key in partitions_of(visibility))
+            return any(self._by_digest.get(d) in self._members for d in digests)
 
     def holds(self, memory_id: str) -> bool:
         return memory_id in self._keys_of
@@ -162,6 +174,7 @@ class PartitionedIndex:
         with self._lock:
             self._members[key] = set()
             self._filling.add(key)
+            self._by_digest[digest(key)] = key
         try:
             chunk: list[Entry] = []
             for entry in entries:

@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING
 
 from memento_core._drafts import MemoryDraft, replacement, validate_draft
 from memento_core._model import MemoryItem, utcnow
+from memento_core._partitions import partition_digests
+from memento_core._visibility import visibility_of
 from memento_core.embedding import text_hash
 
 if TYPE_CHECKING:
@@ -103,7 +105,11 @@ def store_items(
         prime_embeddings(engine, hashes)
         vectors = engine.embedder.embed_documents([item.content for item in batch])
         change = engine.store.write_items(
-            batch, vectors, hashes, replacing=[item.id in existing for item in batch]
+            batch,
+            vectors,
+            hashes,
+            replacing=[item.id in existing for item in batch],
+            partitions=[partition_digests(visibility_of(item)) for item in batch],
         )
         engine.indexed(batch, vectors)
         engine.noted(change)

@@ -61,14 +61,14 @@ class IndexRecord:
 @dataclass(frozen=True)
 class Change:
     """One entry of the change feed: memories written (``put``) or erased (``erase``). A put
-    names who may see each memory — (user, project, privacy) — so a reader re-reads only
-    what its index wants; entries from older writers name nobody (empty)."""
+    gives each memory's partitions as digests (``_partitions.digest``: no user's name is in the
+    feed), so a reader re-reads only what its index wants; older entries give none."""
 
     id: str
     at: int
     op: str
     ids: tuple[str, ...]
-    visibility: tuple[tuple[str, str, str], ...] = ()
+    partitions: tuple[tuple[str, ...], ...] = ()
 
 
 class SideRecords:
@@ -270,8 +270,10 @@ class Repository:
         hashes: Sequence[str],
         *,
         replacing: Sequence[bool],
+        partitions: Sequence[Sequence[str]],
     ) -> Change | None:
-        """Store memories with their vectors and log them in the change feed.
+        """Store memories with their vectors and log them, with their ``partitions``, in the
+        change feed.
 
         New memories are added, not upserted: Chroma keeps the first record of an id, so when
         another process stored the same content since the caller's check, its record (and any
@@ -288,14 +290,7 @@ class Repository:
                         item_metadata(items[n], hashes[n], replacing=replace) for n in chosen
                     ],
                 )
-        return self.log_change(
-            "put",
-            [item.id for item in items],
-            [
-                (item.scope.user_id or "", item.scope.project_id or "", item.privacy.value)
-                for item in items
-            ],
-        )
+        return self.log_change("put", [item.id for item in items], partitions)
 
     def set_fields(
         self, ids: Sequence[str], fields: Mapping[str, Any] | Sequence[Mapping[str, Any]]
@@ -497,15 +492,17 @@ class Repository:
         self,
         op: str,
         ids: Sequence[str],
-        visibility: Sequence[tuple[str, str, str]] = (),
+        partitions: Sequence[Sequence[str]] = (),
     ) -> Change | None:
         """Append an entry to the change feed (after the write it describes, so a reader that
         sees the entry finds the records)."""
         if not ids:
             return None
         at = to_micros(utcnow())
-        change = Change(f"{at:020d}:{os.urandom(6).hex()}", at, op, tuple(ids), tuple(visibility))
-        document = {"ids": list(change.ids), "visibility": [list(v) for v in change.visibility]}
+        change = Change(
+            f"{at:020d}:{os.urandom(6).hex()}", at, op, tuple(ids), tuple(map(tuple, partitions))
+        )
+        document = {"ids": list(change.ids), "partitions": [list(p) for p in change.partitions]}
         self.changes.add([change.id], [json.dumps(document)], [{"at": change.at, "op": change.op}])
         return change
 
@@ -515,31 +512,17 @@ class Repository:
         for record in self.changes.find({"at": {"$gte": at}}):
             named = json.loads(record.document)
             if isinstance(named, list):  # an older writer's entry: ids only
-                named = {"ids": named, "visibility": []}
+                named = {"ids": named}
             changes.append(
                 Change(
                     record.id,
                     int(record.metadata["at"]),
                     str(record.metadata["op"]),
                     tuple(named["ids"]),
-                    tuple((str(u), str(p), str(v)) for u, p, v in named["visibility"]),
+                    tuple(tuple(map(str, p)) for p in named.get("partitions", ())),
                 )
             )
         return changes
-
-    def unname_in_changes(self, user_id: str) -> int:
-        """Rewrite the feed entries that name ``user_id`` as an owner to name no visibility (an
-        older writer's shape, whose memories readers re-read to learn it), so an erased user's
-        name stays nowhere; returns how many were rewritten."""
-        rewritten = 0
-        for record in self.changes.find():
-            named = json.loads(record.document)
-            if isinstance(named, dict) and any(
-                owner and owner[0] == user_id for owner in named.get("visibility", ())
-            ):
-                self.changes.put([record.id], [json.dumps(named["ids"])], [record.metadata])
-                rewritten += 1
-        return rewritten
 
     def prune_changes(self, before: int) -> None:
         """Drop change-feed entries stamped before ``before`` (microseconds)."""
