@@ -3,6 +3,7 @@ see, eviction keeps the budget, and results are the same whatever is loaded or e
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -172,3 +173,34 @@ def test_a_bad_budget_is_refused_and_the_store_is_unharmed(
         Memento.open(tmp_path / "store", embedder=embedder, index_budget_mb=budget)  # type: ignore[arg-type]
     with Memento.open(tmp_path / "store", embedder=embedder) as mem:
         assert [h.item.id for h in mem.recall("harbour", scope=ALICE)] == [kept]
+
+
+def test_every_viewer_recalls_exactly_what_it_may_see_under_eviction(
+    store_factory: StoreFactory,
+) -> None:
+    """Random owners, projects and privacies; every viewer (anonymous, without a project,
+    strangers) recalls with room for all, so the results are every memory it may see."""
+    rng = random.Random(17)
+    users, projects = ["", "ann", "ben", "cy"], ["", "north", "south"]
+    written: list[tuple[str, str, str, str]] = []
+    with store_factory.open() as mem:
+        for n in range(60):
+            user, project = rng.choice(users), rng.choice(projects)
+            privacy = rng.choice(["private", "team", "public"])
+            scope = Scope(user_id=user or None, project_id=project or None)
+            memory_id = mem.remember(f"harbour log entry {n}", scope=scope, privacy=privacy)
+            written.append((memory_id, user, project, privacy))
+    viewers = [Scope(user_id=u or None, project_id=p or None) for u in users for p in projects]
+    viewers.append(Scope(user_id="stranger", project_id="north"))
+    with store_factory.open(index_budget_mb=0.02) as mem:
+        for viewer in [*viewers, *viewers]:
+            expected = {
+                memory_id
+                for memory_id, user, project, privacy in written
+                if privacy == "public"
+                or user == (viewer.user_id or "")
+                or (privacy == "team" and project and project == viewer.project_id)
+            }
+            got = {h.item.id for h in mem.recall("harbour log entry", scope=viewer, limit=100)}
+            assert got == expected, viewer
+        assert mem.index_status().evictions > 0

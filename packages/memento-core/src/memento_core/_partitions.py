@@ -38,6 +38,7 @@ TEAM = "team:"
 DEFAULT_BUDGET_MB = 1024
 """The default index budget: a whole store of about 500,000 memories stays loaded."""
 
+NOT_PUBLIC = frozenset([Privacy.PRIVATE.value, Privacy.TEAM.value])
 FILL_CHUNK = 1_000
 EVICT_TO = 0.8
 """Eviction frees a fifth of the budget at once, so the next loads do not each evict again."""
@@ -89,19 +90,16 @@ def needed_by(viewer: Scope) -> tuple[str, ...]:
     return (*keys, TEAM + viewer.project_id) if viewer.project_id else keys
 
 
-def partition_where(key: str) -> dict[str, Any]:
-    """One partition as a store ``where`` clause: equality on indexed fields."""
+def partition_where(key: str) -> tuple[dict[str, Any], frozenset[str]]:
+    """One partition as a store read: an equality on one field, and the privacies to keep of
+    what it returns. One field, because Chroma answers a ``where`` of two about 2.5 times
+    slower (measured at 200k memories: 105 against 43 ms); the rest is sorted here."""
     if key == PUBLIC:
-        return {"privacy": Privacy.PUBLIC.value}
+        return {"privacy": Privacy.PUBLIC.value}, frozenset([Privacy.PUBLIC.value])
     if key.startswith(USER):
-        return {
-            "$and": [
-                {"user_id": key[len(USER) :]},
-                {"privacy": {"$ne": Privacy.PUBLIC.value}},
-            ]
-        }
+        return {"user_id": key[len(USER) :]}, NOT_PUBLIC
     if key.startswith(TEAM):
-        return {"$and": [{"project_id": key[len(TEAM) :]}, {"privacy": Privacy.TEAM.value}]}
+        return {"project_id": key[len(TEAM) :]}, frozenset([Privacy.TEAM.value])
     raise ValueError(f"not a partition: {key!r}")
 
 

@@ -235,11 +235,6 @@ class ChromaStore:
                 return
             offset += PAGE
 
-    def ids_where(self, collection: Any, where: Mapping[str, Any] | None) -> list[str]:
-        """The ids of the records matching ``where``, in one call: Chroma evaluates a ``where``
-        over the whole collection (about 0.2 µs a record), so each page would pay it again."""
-        return list(collection.get(where=dict(where) if where else None, include=[])["ids"])
-
     def all_ids(self, collection: Any) -> set[str]:
         """Every record's id, in one call: pages would make Chroma skip ever more rows
         (100k ids: 4 s in pages of 2,000, against a fraction of a second at once)."""

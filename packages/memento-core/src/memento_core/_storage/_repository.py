@@ -229,20 +229,19 @@ class Repository:
     def count_items(self) -> int:
         return int(self._items.count())
 
+    def item_ids_where(self, where: Where, *, privacies: frozenset[str]) -> list[str]:
+        """The ids of the memories matching ``where`` whose privacy is one of ``privacies``,
+        in one read (Chroma evaluates a ``where`` over the whole collection: each page of a
+        paged read would pay for it again)."""
+        found = self._items.get(where=dict(where), include=["metadatas"])
+        return [i for i, m in zip(found["ids"], found["metadatas"]) if m["privacy"] in privacies]
+
     def index_records(
-        self,
-        ids: Sequence[str] | None = None,
-        *,
-        where: Where | None = None,
-        with_vectors: bool = True,
+        self, ids: Sequence[str], *, with_vectors: bool = True
     ) -> Iterator[IndexRecord]:
-        """What the candidate index needs of these memories (of those matching ``where``
-        without ids). Without vectors, ``vector`` is None: the caller embeds the
-        text again."""
+        """What the candidate index needs of these memories, read by id in pages. Without
+        vectors, ``vector`` is None: the caller embeds the text again."""
         include = ["metadatas", "documents", *(["embeddings"] if with_vectors else [])]
-        if ids is None:
-            # Ids first, then the records by id in pages: reading by id costs what is read.
-            ids = self._chroma.ids_where(self._items, where)
         records = self._chroma.records_by_id(self._items, list(ids), include=include)
         for memory_id, meta, document, vector in records:
             yield IndexRecord(
