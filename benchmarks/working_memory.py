@@ -35,7 +35,8 @@ from pathlib import Path
 from typing import Any
 
 from memento_core import Memento, Scope
-from memento_core._chat import ChatMemory, WindowPolicy, summarize_thread
+from memento_core._chat import ChatMemory, WindowPolicy
+from memento_core._chat_archive import summarize_thread
 from memento_core._messages import Message, ToolCall
 from memento_core._summarize import ExtractiveSummarizer
 from memento_core.embedding import SentenceTransformerEmbedder

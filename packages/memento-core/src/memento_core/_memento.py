@@ -22,9 +22,10 @@ from memento_core import _transfer as transfer
 from memento_core import _worker as worker
 from memento_core import _writing as writing
 from memento_core import plugins
-from memento_core._chat import ChatMemory, FromSession, WindowPolicy, erase_user_messages
-from memento_core._chat import history as chat_history
-from memento_core._chat import summarize_thread as archive_thread
+from memento_core._chat import ChatMemory, FromSession, WindowPolicy
+from memento_core._chat_archive import summarize_thread as archive_thread
+from memento_core._chat_records import erase_user_messages
+from memento_core._chat_records import history as chat_history
 from memento_core._consolidation import SleepReport
 from memento_core._drafts import MemoryDraft
 from memento_core._engine import Engine, close_shared, open_shared
