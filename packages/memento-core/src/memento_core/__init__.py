@@ -58,6 +58,7 @@ from memento_core.errors import (
     ReadOnlyStore,
     StoreError,
     StoreLocked,
+    StoreNotFound,
     StoreUnavailable,
 )
 from memento_core.hotwords import (
@@ -139,6 +140,7 @@ __all__ = [
     "SleepReport",
     "StoreError",
     "StoreLocked",
+    "StoreNotFound",
     "StoreStats",
     "StoreUnavailable",
     "Summarizer",
