@@ -1,5 +1,5 @@
-"""Helpers shared by ``scale.py`` and ``summary.py``: machine facts, percentiles, memory, a
-``chroma run`` server on loopback, and writing a report. Not a benchmark itself."""
+"""Helpers shared by the benchmark scripts: machine facts, percentiles, memory, a ``chroma run``
+server on loopback, and writing and reading reports. Not a benchmark itself."""
 
 from __future__ import annotations
 
@@ -148,3 +148,12 @@ def write_report(out: Path, name: str, report: dict[str, Any], markdown: str) ->
         json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
     )
     (out / f"{name}.md").write_text(markdown, encoding="utf-8")
+
+
+def load_result(results: Path, name: str) -> dict[str, Any] | None:
+    """A script's results, ``<results>/<name>.json``; None when it has not run."""
+    path = results / f"{name}.json"
+    if not path.is_file():
+        return None
+    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return data
