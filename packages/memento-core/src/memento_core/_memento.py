@@ -767,19 +767,3 @@ class Memento:
     async def aexport(self, fmt: str = "ndjson", *, user_id: str | None = None) -> list[str]:
         """The async twin of ``export``; returns the lines as a list."""
         return await asyncio.to_thread(lambda: list(self.export(fmt, user_id=user_id)))
-
-
-def memory_injection(
-    memento: Memento,
-    query: str,
-    *,
-    token_budget: int = 1200,
-    scope: Scope | None = None,
-    counter: TokenCounter | None = None,
-    limit: int = 10,
-    filter: RecallFilter | Mapping[str, Any] | None = None,
-) -> Injection:
-    """``memento.memory_injection(query, ...)`` as a function."""
-    return memento.memory_injection(
-        query, token_budget=token_budget, scope=scope, counter=counter, limit=limit, filter=filter
-    )
