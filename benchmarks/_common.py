@@ -3,6 +3,7 @@ server on loopback, and writing and reading reports. Not a benchmark itself."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import platform
@@ -22,6 +23,8 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "benchmarks" / "results"
+LOCOMO_DATA = REPO.parent / "shared" / "bench" / "locomo10.json"
+"""Where LoCoMo is read, in place (never copied into the repository); ``$LOCOMO_PATH`` overrides."""
 
 
 def offline_single_thread() -> None:
@@ -140,6 +143,46 @@ def chroma_server(
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+def arguments(
+    doc: str | None, *, out: Path = RESULTS, locomo: bool = False
+) -> argparse.ArgumentParser:
+    """A benchmark's command line: the first paragraph of its docstring as the description,
+    ``--out`` (the directory its report goes to) and, with ``locomo``, ``--data`` (LoCoMo)."""
+    parser = argparse.ArgumentParser(description=(doc or "").split("\n\n")[0])
+    if locomo:
+        default = Path(os.environ.get("LOCOMO_PATH", LOCOMO_DATA))
+        parser.add_argument("--data", type=Path, default=default)
+    parser.add_argument("--out", type=Path, default=out)
+    return parser
+
+
+def locomo_missing(path: Path) -> bool:
+    """Whether the LoCoMo file is missing (said on standard error; the script then exits 2)."""
+    if path.is_file():
+        return False
+    print(f"LoCoMo data not found at {path}; pass --data", file=sys.stderr)
+    return True
+
+
+def report_footer(
+    report: dict[str, Any], *, seconds: str = "wall_seconds", load_at_start: bool = False
+) -> list[str]:
+    """A report's last lines in markdown: the machine, then the command, its start and length."""
+    machine_line = ", ".join(f"{k} {v}" for k, v in report["machine"].items())
+    if load_at_start:
+        machine_line += (
+            f"; load average at start {report['load_average_at_start']} (a shared machine)."
+        )
+    return [
+        "## Machine",
+        "",
+        machine_line,
+        "",
+        f"Run: `{report['command']}`, {report['started']}, {report[seconds]:.0f} s.",
+        "",
+    ]
 
 
 def write_report(out: Path, name: str, report: dict[str, Any], markdown: str) -> None:
