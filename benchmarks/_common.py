@@ -1,5 +1,6 @@
-"""Helpers shared by the benchmark scripts: machine facts, percentiles, memory, a ``chroma run``
-server on loopback, and writing and reading reports. Not a benchmark itself."""
+"""Helpers shared by the benchmark scripts: the command line (``--out``, LoCoMo's ``--data``),
+machine facts, percentiles, memory, a progress bar, a ``chroma run`` server on loopback, and
+writing and reading reports. Not a benchmark itself."""
 
 from __future__ import annotations
 
@@ -20,6 +21,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "benchmarks" / "results"
@@ -166,19 +169,28 @@ def locomo_missing(path: Path) -> bool:
     return True
 
 
+def machine_line(facts: dict[str, Any]) -> str:
+    """``machine()``'s facts as one line of a report: ``nproc 2, python 3.11.9, …``."""
+    return ", ".join(f"{k} {v}" for k, v in facts.items())
+
+
+def progress_bar(console: Console) -> Progress:
+    """A rich progress bar on ``console``: the task, a bar, done of total, time elapsed."""
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn())
+    return Progress(*columns, TimeElapsedColumn(), console=console)
+
+
 def report_footer(
     report: dict[str, Any], *, seconds: str = "wall_seconds", load_at_start: bool = False
 ) -> list[str]:
     """A report's last lines in markdown: the machine, then the command, its start and length."""
-    machine_line = ", ".join(f"{k} {v}" for k, v in report["machine"].items())
+    facts = machine_line(report["machine"])
     if load_at_start:
-        machine_line += (
-            f"; load average at start {report['load_average_at_start']} (a shared machine)."
-        )
+        facts += f"; load average at start {report['load_average_at_start']} (a shared machine)."
     return [
         "## Machine",
         "",
-        machine_line,
+        facts,
         "",
         f"Run: `{report['command']}`, {report['started']}, {report[seconds]:.0f} s.",
         "",

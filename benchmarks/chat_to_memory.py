@@ -38,6 +38,7 @@ from _common import (
     locomo_missing,
     machine,
     offline_single_thread,
+    progress_bar,
     report_footer,
     write_report,
 )
@@ -54,13 +55,6 @@ from locomo import (  # noqa: E402  # after the environment is set, before torch
     load_conversations,
 )
 from rich.console import Console  # noqa: E402
-from rich.progress import (  # noqa: E402
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-)
 
 from memento_core import (  # noqa: E402
     Memento,
@@ -235,8 +229,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
     wall = time.perf_counter()
     work = sum(len(c.turns) + len(c.questions) for c in conversations)
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn())
-    with Progress(*columns, TimeElapsedColumn(), console=console) as progress:
+    with progress_bar(console) as progress:
         task = progress.add_task("messages + questions", total=work)
         for conversation in conversations:
             progress.update(task, description=conversation.sample_id)

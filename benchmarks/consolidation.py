@@ -38,7 +38,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-from _common import arguments, locomo_missing, write_report
+from _common import arguments, locomo_missing, machine_line, progress_bar, write_report
 from locomo import (
     CATEGORIES,
     Conversation,
@@ -47,7 +47,7 @@ from locomo import (
     machine,
 )
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import Progress
 
 from memento_core import LinkType, Memento, MemoryDraft, MemoryType, Scope
 from memento_core.embedding import SentenceTransformerEmbedder
@@ -438,7 +438,7 @@ def render_markdown(report: dict[str, Any]) -> str:
     lines += [
         "## Machine",
         "",
-        ", ".join(f"{k} {v}" for k, v in report["machine"].items()),
+        machine_line(report["machine"]),
         "",
     ]
     return "\n".join(lines)
@@ -460,17 +460,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     embedder.embed_documents(["warm-up: load the model before anything is timed"])
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
     wall = time.perf_counter()
-    columns = (
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-    )
     report: dict[str, Any] = {
         "command": " ".join(["benchmarks/consolidation.py", *(argv or sys.argv[1:])]),
         "started": started,
     }
-    with Progress(*columns, console=console) as progress:
+    with progress_bar(console) as progress:
         report["synthetic"] = run_synthetic(embedder, args.items, progress)
         if not args.skip_locomo:
             conversations = load_conversations(args.data)[: args.conversations]

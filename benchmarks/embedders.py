@@ -41,6 +41,7 @@ from _common import (
     load_average,
     locomo_missing,
     machine,
+    machine_line,
     offline_single_thread,
     write_report,
 )
@@ -177,7 +178,7 @@ def render_markdown(report: dict[str, Any]) -> str:
         "baseline of `locomo.py`); Memento's own recall per embedder is "
         "`benchmarks/locomo.py --embedder onnx|onnx-int8|torch`.",
         "",
-        ", ".join(f"{k} {v}" for k, v in report["machine"].items()),
+        machine_line(report["machine"]),
         "",
     ]
     return "\n".join(lines)

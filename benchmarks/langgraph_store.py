@@ -43,7 +43,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from _common import arguments, locomo_missing, report_footer
+from _common import arguments, locomo_missing, progress_bar, report_footer
 from langchain_core.embeddings import Embeddings
 from langgraph.store.base import BaseStore, PutOp
 from langgraph.store.memory import InMemoryStore
@@ -58,7 +58,6 @@ from locomo import (  # this directory's LoCoMo loader and scoring (run as a scr
     percentile,
 )
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from memento_core import Memento
 from memento_core.embedding import CachingEmbedder, SentenceTransformerEmbedder, text_hash
@@ -351,13 +350,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     wall = time.perf_counter()
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
     work = sum(len(c.turns) + len(c.questions) for c in conversations)
-    columns = (
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-    )
-    with Progress(*columns, console=console) as progress:
+    with progress_bar(console) as progress:
         task = progress.add_task("turns + questions", total=0 if args.skip_recall else work)
         for conversation in [] if args.skip_recall else conversations:
             progress.update(task, description=conversation.sample_id)

@@ -48,11 +48,10 @@ from llama_index.core.base.llms.types import ChatMessage, MessageRole
 from llama_index.core.bridge.pydantic import PrivateAttr
 from llama_index.core.schema import TextNode
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 # benchmarks/ is not a package; the LoCoMo loader and scorer live next door in locomo.py.
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import arguments, locomo_missing, report_footer, write_report
+from _common import arguments, locomo_missing, progress_bar, report_footer, write_report
 from locomo import (
     CATEGORIES,
     KS,
@@ -232,13 +231,7 @@ async def run(args: argparse.Namespace, console: Console) -> dict[str, Any]:
     wall = time.perf_counter()
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
     work = 2 * sum(len(c.turns) + len(c.questions) for c in conversations)
-    columns = (
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-    )
-    with Progress(*columns, console=console) as progress:
+    with progress_bar(console) as progress:
         task = progress.add_task("LoCoMo", total=work)
 
         def advance(n: int) -> None:

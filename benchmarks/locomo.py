@@ -40,9 +40,15 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from _common import LOCOMO_DATA, arguments, locomo_missing, report_footer, write_report
+from _common import (
+    LOCOMO_DATA,
+    arguments,
+    locomo_missing,
+    progress_bar,
+    report_footer,
+    write_report,
+)
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from memento_core import (
     Embedder,
@@ -435,13 +441,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
     load_at_start = round(os.getloadavg()[0], 1)
     work = sum(len(c.turns) + len(c.questions) for c in conversations)
-    columns = (
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-    )
-    with Progress(*columns, console=console) as progress:
+    with progress_bar(console) as progress:
         task = progress.add_task("turns + questions", total=work)
         for conversation in conversations:
             progress.update(task, description=conversation.sample_id)

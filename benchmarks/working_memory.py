@@ -27,7 +27,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from _common import arguments, chroma_server, machine, write_report
+from _common import arguments, chroma_server, machine, machine_line, write_report
 
 from memento_core import Memento, Scope
 from memento_core._chat import ChatMemory, WindowPolicy
@@ -158,7 +158,7 @@ def render_markdown(report: dict[str, Any]) -> str:
         "Load average before / after: "
         + " / ".join(", ".join(f"{x:.1f}" for x in load) for load in report["load_average"]),
         "",
-        "Machine: " + ", ".join(f"{k} {v}" for k, v in report["machine"].items()),
+        "Machine: " + machine_line(report["machine"]),
         "",
     ]
     return "\n".join(rows)
