@@ -1,8 +1,10 @@
-"""Helpers shared by ``scale.py`` and ``summary.py``: machine facts, percentiles, memory, a
-``chroma run`` server on loopback, and writing a report. Not a benchmark itself."""
+"""Helpers shared by the benchmark scripts: the command line (``--out``, LoCoMo's ``--data``),
+machine facts, percentiles, memory, a progress bar, a ``chroma run`` server on loopback, and
+writing and reading reports. Not a benchmark itself."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import platform
@@ -19,9 +21,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "benchmarks" / "results"
+LOCOMO_DATA = REPO.parent / "shared" / "bench" / "locomo10.json"
+"""Where LoCoMo is read, in place (never copied into the repository); ``$LOCOMO_PATH`` overrides."""
 
 
 def offline_single_thread() -> None:
@@ -142,9 +148,67 @@ def chroma_server(
             process.wait()
 
 
+def arguments(
+    doc: str | None, *, out: Path = RESULTS, locomo: bool = False
+) -> argparse.ArgumentParser:
+    """A benchmark's command line: the first paragraph of its docstring as the description,
+    ``--out`` (the directory its report goes to) and, with ``locomo``, ``--data`` (LoCoMo)."""
+    parser = argparse.ArgumentParser(description=(doc or "").split("\n\n")[0])
+    if locomo:
+        default = Path(os.environ.get("LOCOMO_PATH", LOCOMO_DATA))
+        parser.add_argument("--data", type=Path, default=default)
+    parser.add_argument("--out", type=Path, default=out)
+    return parser
+
+
+def locomo_missing(path: Path) -> bool:
+    """Whether the LoCoMo file is missing (said on standard error; the script then exits 2)."""
+    if path.is_file():
+        return False
+    print(f"LoCoMo data not found at {path}; pass --data", file=sys.stderr)
+    return True
+
+
+def machine_line(facts: dict[str, Any]) -> str:
+    """``machine()``'s facts as one line of a report: ``nproc 2, python 3.11.9, …``."""
+    return ", ".join(f"{k} {v}" for k, v in facts.items())
+
+
+def progress_bar(console: Console) -> Progress:
+    """A rich progress bar on ``console``: the task, a bar, done of total, time elapsed."""
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn())
+    return Progress(*columns, TimeElapsedColumn(), console=console)
+
+
+def report_footer(
+    report: dict[str, Any], *, seconds: str = "wall_seconds", load_at_start: bool = False
+) -> list[str]:
+    """A report's last lines in markdown: the machine, then the command, its start and length."""
+    facts = machine_line(report["machine"])
+    if load_at_start:
+        facts += f"; load average at start {report['load_average_at_start']} (a shared machine)."
+    return [
+        "## Machine",
+        "",
+        facts,
+        "",
+        f"Run: `{report['command']}`, {report['started']}, {report[seconds]:.0f} s.",
+        "",
+    ]
+
+
 def write_report(out: Path, name: str, report: dict[str, Any], markdown: str) -> None:
     out.mkdir(parents=True, exist_ok=True)
     (out / f"{name}.json").write_text(
         json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
     )
     (out / f"{name}.md").write_text(markdown, encoding="utf-8")
+
+
+def load_result(results: Path, name: str) -> dict[str, Any] | None:
+    """A script's results, ``<results>/<name>.json``; None when it has not run."""
+    path = results / f"{name}.json"
+    if not path.is_file():
+        return None
+    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return data

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import statistics
 import sys
@@ -40,10 +39,9 @@ from rich.console import Console
 
 # benchmarks/ is not a package; the LoCoMo loader and scorer live next door in locomo.py.
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import arguments, locomo_missing, report_footer, write_report
 from locomo import (
     CATEGORIES,
-    DEFAULT_DATA,
-    DEFAULT_OUT,
     KS,
     Conversation,
     Scores,
@@ -277,12 +275,7 @@ def render_markdown(report: dict[str, Any]) -> str:
         "to wait; upstream calls Chroma and the model on the event loop, MementoMemory in a "
         "worker thread.",
         "",
-        "## Machine",
-        "",
-        ", ".join(f"{k} {v}" for k, v in report["machine"].items()),
-        "",
-        f"Run: `{report['command']}`, {report['started']}, {report['wall_seconds']:.0f} s.",
-        "",
+        *report_footer(report),
     ]
     return "\n".join(lines)
 
@@ -318,24 +311,15 @@ async def run(args: argparse.Namespace, console: Console) -> dict[str, Any]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument(
-        "--data", type=Path, default=Path(os.environ.get("LOCOMO_PATH", DEFAULT_DATA))
-    )
+    parser = arguments(__doc__, locomo=True)
     parser.add_argument("--conversations", type=int, default=None, help="run only the first N")
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     args = parser.parse_args()
     console = Console(stderr=True)
-    if not args.data.is_file():
-        console.print(f"[red]LoCoMo data not found at {args.data}; pass --data[/red]")
+    if locomo_missing(args.data):
         return 2
     report = asyncio.run(run(args, console))
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "autogen_memory.json").write_text(
-        json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
-    )
     markdown = render_markdown(report)
-    (args.out / "autogen_memory.md").write_text(markdown, encoding="utf-8")
+    write_report(args.out, "autogen_memory", report, markdown)
     console.print(markdown)
     return 0
 

@@ -21,9 +21,7 @@ write time (every ``append`` and ``close`` against one ``remember_many``).
 
 from __future__ import annotations
 
-import argparse
 import json
-import os
 import sys
 import tempfile
 import time
@@ -34,13 +32,21 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import RESULTS, load_average, machine, offline_single_thread, write_report
+from _common import (
+    arguments,
+    load_average,
+    locomo_missing,
+    machine,
+    offline_single_thread,
+    progress_bar,
+    report_footer,
+    write_report,
+)
 
 offline_single_thread()
 
 from locomo import (  # noqa: E402  # after the environment is set, before torch loads
     BATCH_SIZE,
-    DEFAULT_DATA,
     KS,
     Conversation,
     Question,
@@ -49,13 +55,6 @@ from locomo import (  # noqa: E402  # after the environment is set, before torch
     load_conversations,
 )
 from rich.console import Console  # noqa: E402
-from rich.progress import (  # noqa: E402
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-)
 
 from memento_core import (  # noqa: E402
     Memento,
@@ -207,27 +206,17 @@ def render_markdown(report: dict[str, Any]) -> str:
         "in the session's history), the overflow snapshots and the archive at `close`; the "
         "turn level's is one `remember_many`.",
         "",
-        "## Machine",
-        "",
-        ", ".join(f"{k} {v}" for k, v in report["machine"].items()),
-        "",
-        f"Run: `{report['command']}`, {report['started']}, {report['wall_seconds']:.0f} s.",
-        "",
+        *report_footer(report),
     ]
     return "\n".join(lines)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    parser.add_argument(
-        "--data", type=Path, default=Path(os.environ.get("LOCOMO_PATH", DEFAULT_DATA))
-    )
+    parser = arguments(__doc__, locomo=True)
     parser.add_argument("--quick", action="store_true", help="the first conversation only")
-    parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
     console = Console(stderr=True)
-    if not args.data.is_file():
-        console.print(f"[red]LoCoMo data not found at {args.data}; pass --data[/red]")
+    if locomo_missing(args.data):
         return 2
     raw_samples = {s["sample_id"]: s for s in json.loads(args.data.read_text(encoding="utf-8"))}
     conversations = load_conversations(args.data)[: 1 if args.quick else None]
@@ -240,8 +229,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
     wall = time.perf_counter()
     work = sum(len(c.turns) + len(c.questions) for c in conversations)
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn())
-    with Progress(*columns, TimeElapsedColumn(), console=console) as progress:
+    with progress_bar(console) as progress:
         task = progress.add_task("messages + questions", total=work)
         for conversation in conversations:
             progress.update(task, description=conversation.sample_id)

@@ -16,7 +16,6 @@ Writes ``benchmarks/results/cold_cli.json`` and ``.md``. Target: ≤ 3 s for eac
 
 from __future__ import annotations
 
-import argparse
 import json
 import subprocess
 import sys
@@ -27,7 +26,15 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from _common import RESULTS, latency_summary, load_average, machine, offline_single_thread
+from _common import (
+    arguments,
+    latency_summary,
+    load_average,
+    machine,
+    offline_single_thread,
+    report_footer,
+    write_report,
+)
 
 TARGET_S = 3.0
 FRAMEWORKS = (
@@ -124,22 +131,15 @@ def render_markdown(report: dict[str, Any]) -> str:
         + (", ".join(report["frameworks_imported"]) or "none")
         + " (every adapter installed; plugin discovery must import none).",
         "",
-        "## Machine",
-        "",
-        ", ".join(f"{k} {v}" for k, v in report["machine"].items())
-        + f"; load average at start {report['load_average_at_start']} (a shared machine).",
-        "",
-        f"Run: `{report['command']}`, {report['started']}, {report['total_s']:.0f} s.",
-        "",
+        *report_footer(report, seconds="total_s", load_at_start=True),
     ]
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = arguments(__doc__)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--quick", action="store_true", help="one round, no warm-up")
-    parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
     offline_single_thread()
     memento = str(Path(sys.executable).with_name("memento-core"))
@@ -173,12 +173,8 @@ def main(argv: list[str] | None = None) -> int:
         "machine": machine(),
         "total_s": round(time.perf_counter() - total, 1),
     }
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "cold_cli.json").write_text(
-        json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
-    )
     markdown = render_markdown(report)
-    (args.out / "cold_cli.md").write_text(markdown, encoding="utf-8")
+    write_report(args.out, "cold_cli", report, markdown)
     print(markdown)
     return 0
 

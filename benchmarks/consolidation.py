@@ -26,9 +26,6 @@ never copied. Times are wall clock on whatever else the machine is doing; the lo
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
 import random
 import resource
 import statistics
@@ -41,22 +38,20 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
+from _common import arguments, locomo_missing, machine_line, progress_bar, write_report
 from locomo import (
     CATEGORIES,
-    DEFAULT_DATA,
     Conversation,
     Question,
     load_conversations,
     machine,
 )
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import Progress
 
 from memento_core import LinkType, Memento, MemoryDraft, MemoryType, Scope
 from memento_core.embedding import SentenceTransformerEmbedder
 
-REPO = Path(__file__).resolve().parents[1]
-DEFAULT_OUT = REPO / "benchmarks" / "results"
 KS = (5, 10)
 USER = Scope(user_id="bench")
 BATCH_SIZE = 64
@@ -443,44 +438,33 @@ def render_markdown(report: dict[str, Any]) -> str:
     lines += [
         "## Machine",
         "",
-        ", ".join(f"{k} {v}" for k, v in report["machine"].items()),
+        machine_line(report["machine"]),
         "",
     ]
     return "\n".join(lines)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = arguments(__doc__, locomo=True)
     parser.add_argument("--items", type=int, default=5_000, help="synthetic episodes to sleep")
-    parser.add_argument(
-        "--data", type=Path, default=Path(os.environ.get("LOCOMO_PATH", DEFAULT_DATA))
-    )
     parser.add_argument("--conversations", type=int, default=None, help="LoCoMo: first N only")
     parser.add_argument("--skip-locomo", action="store_true", help="only the synthetic part")
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     args = parser.parse_args(argv)
     console = Console(stderr=True)
     if args.items < 1:
         parser.error("--items must be at least 1")
-    if not args.skip_locomo and not args.data.is_file():
-        console.print(f"[red]LoCoMo data not found at {args.data}; pass --data[/red]")
+    if not args.skip_locomo and locomo_missing(args.data):
         return 2
 
     embedder = SentenceTransformerEmbedder(batch_size=BATCH_SIZE)
     embedder.embed_documents(["warm-up: load the model before anything is timed"])
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
     wall = time.perf_counter()
-    columns = (
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-    )
     report: dict[str, Any] = {
         "command": " ".join(["benchmarks/consolidation.py", *(argv or sys.argv[1:])]),
         "started": started,
     }
-    with Progress(*columns, console=console) as progress:
+    with progress_bar(console) as progress:
         report["synthetic"] = run_synthetic(embedder, args.items, progress)
         if not args.skip_locomo:
             conversations = load_conversations(args.data)[: args.conversations]
@@ -488,12 +472,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     report["wall_seconds"] = round(time.perf_counter() - wall, 1)
     report["machine"] = machine()
 
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "consolidation.json").write_text(
-        json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
-    )
     markdown = render_markdown(report)
-    (args.out / "consolidation.md").write_text(markdown, encoding="utf-8")
+    write_report(args.out, "consolidation", report, markdown)
     print(markdown)
     return 0
 

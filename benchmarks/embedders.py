@@ -23,9 +23,7 @@ dev venv has it). Wall-clock on whatever else the machine is doing; the load ave
 
 from __future__ import annotations
 
-import argparse
 import json
-import os
 import subprocess
 import sys
 import time
@@ -38,17 +36,19 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import (
-    RESULTS,
+    arguments,
     latency_summary,
     load_average,
+    locomo_missing,
     machine,
+    machine_line,
     offline_single_thread,
     write_report,
 )
 
 offline_single_thread()
 
-from locomo import DEFAULT_DATA, Conversation, load_conversations  # noqa: E402
+from locomo import Conversation, load_conversations  # noqa: E402
 
 from memento_core import Embedder, OnnxEmbedder, SentenceTransformerEmbedder  # noqa: E402
 
@@ -178,22 +178,17 @@ def render_markdown(report: dict[str, Any]) -> str:
         "baseline of `locomo.py`); Memento's own recall per embedder is "
         "`benchmarks/locomo.py --embedder onnx|onnx-int8|torch`.",
         "",
-        ", ".join(f"{k} {v}" for k, v in report["machine"].items()),
+        machine_line(report["machine"]),
         "",
     ]
     return "\n".join(lines)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    parser.add_argument(
-        "--data", type=Path, default=Path(os.environ.get("LOCOMO_PATH", DEFAULT_DATA))
-    )
+    parser = arguments(__doc__, locomo=True)
     parser.add_argument("--quick", action="store_true", help="one conversation, 100 queries")
-    parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
-    if not args.data.is_file():
-        print(f"LoCoMo data not found at {args.data}; pass --data", file=sys.stderr)
+    if locomo_missing(args.data):
         return 2
     conversations = load_conversations(args.data)[: 1 if args.quick else None]
     queries = [q.text for c in conversations for q in c.questions][: 100 if args.quick else None]

@@ -35,6 +35,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import (
     RESULTS,
+    arguments,
     latency_summary,
     load_average,
     machine,
@@ -232,9 +233,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
 
 def main() -> None:
     offline_single_thread()  # before the embedding model loads (memento_core loads it lazily)
-    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser = arguments(__doc__)
     parser.add_argument("--quick", action="store_true", help="a small run, to check the script")
-    parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
     quick = args.quick
     args.chars, args.rounds, args.interval_ms = (120, 2, 5.0) if quick else (600, 5, 10.0)

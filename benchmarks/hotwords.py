@@ -35,7 +35,6 @@ disturb less than wall-clock time; wall-clock figures are recorded too, with the
 
 from __future__ import annotations
 
-import argparse
 import copy
 import gc
 import json
@@ -52,6 +51,7 @@ from pathlib import Path
 from typing import Any
 
 import ahocorasick
+from _common import arguments
 
 from memento_core.hotwords import (
     HotwordDetector,
@@ -63,8 +63,6 @@ from memento_core.hotwords import (
 )
 from memento_core.hotwords import _detector as detector_module
 
-REPO = Path(__file__).resolve().parents[1]
-DEFAULT_OUT = REPO / "benchmarks" / "results"
 SEED = 20_240_601
 LATIN = "abcdefghijklmnopqrstuvwxyz"
 
@@ -574,12 +572,11 @@ def write_markdown(results: dict[str, Any], path: Path) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = arguments(__doc__)
     parser.add_argument("--memories", type=int, default=10_000)
     parser.add_argument("--megabytes", type=float, default=5.0)
     parser.add_argument("--rounds", type=int, default=9)
     parser.add_argument("--no-million", dest="million", action="store_false")
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     args = parser.parse_args()
     started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
     started_clock = time.perf_counter()

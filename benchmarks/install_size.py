@@ -19,7 +19,6 @@ on whatever else the machine is doing; the load average is recorded.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import json
 import os
@@ -35,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import RESULTS, load_average, write_report
+from _common import arguments, load_average, write_report
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGES = ("memento-minilm-onnx", "memento-core", "memento-langgraph")
@@ -181,10 +180,9 @@ def render_markdown(report: dict[str, Any]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser = arguments(__doc__)
     parser.add_argument("--quick", action="store_true", help="one timed run instead of five")
     parser.add_argument("--runs", type=int, default=None)
-    parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--keep", action="store_true", help="keep the venv (its path is printed)")
     args = parser.parse_args(argv)
     runs = args.runs or (1 if args.quick else 5)

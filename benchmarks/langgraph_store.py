@@ -31,7 +31,6 @@ Writes ``benchmarks/results/langgraph_store.json`` and ``.md``.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import random
@@ -44,14 +43,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from _common import arguments, locomo_missing, progress_bar, report_footer
 from langchain_core.embeddings import Embeddings
 from langgraph.store.base import BaseStore, PutOp
 from langgraph.store.memory import InMemoryStore
 from locomo import (  # this directory's LoCoMo loader and scoring (run as a script)
     BATCH_SIZE,
     CATEGORIES,
-    DEFAULT_DATA,
-    DEFAULT_OUT,
     KS,
     Conversation,
     Scores,
@@ -60,7 +58,6 @@ from locomo import (  # this directory's LoCoMo loader and scoring (run as a scr
     percentile,
 )
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from memento_core import Memento
 from memento_core.embedding import CachingEmbedder, SentenceTransformerEmbedder, text_hash
@@ -314,24 +311,14 @@ def render_markdown(report: dict[str, Any]) -> str:
         ]
     lines += [
         "",
-        "## Machine",
-        "",
-        ", ".join(f"{k} {v}" for k, v in report["machine"].items())
-        + f"; load average at start {report['load_average_at_start']} (a shared machine).",
-        "",
-        f"Run: `{report['command']}`, {report['started']}, {report['wall_seconds']:.0f} s.",
-        "",
+        *report_footer(report, load_at_start=True),
     ]
     return "\n".join(lines)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument(
-        "--data", type=Path, default=Path(os.environ.get("LOCOMO_PATH", DEFAULT_DATA))
-    )
+    parser = arguments(__doc__, locomo=True)
     parser.add_argument("--conversations", type=int, default=None, help="run only the first N")
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     parser.add_argument(
         "--torch-threads", type=int, default=1, help="torch intra-op threads (see the docstring)"
     )
@@ -350,8 +337,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     torch.set_num_threads(args.torch_threads)
     console = Console(stderr=True)
-    if not args.data.is_file():
-        console.print(f"[red]LoCoMo data not found at {args.data}; pass --data[/red]")
+    if locomo_missing(args.data):
         return 2
 
     conversations = load_conversations(args.data)[: args.conversations]
@@ -364,13 +350,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     wall = time.perf_counter()
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
     work = sum(len(c.turns) + len(c.questions) for c in conversations)
-    columns = (
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-    )
-    with Progress(*columns, console=console) as progress:
+    with progress_bar(console) as progress:
         task = progress.add_task("turns + questions", total=0 if args.skip_recall else work)
         for conversation in [] if args.skip_recall else conversations:
             progress.update(task, description=conversation.sample_id)

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import sys
 import tempfile
@@ -49,14 +48,12 @@ from llama_index.core.base.llms.types import ChatMessage, MessageRole
 from llama_index.core.bridge.pydantic import PrivateAttr
 from llama_index.core.schema import TextNode
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 # benchmarks/ is not a package; the LoCoMo loader and scorer live next door in locomo.py.
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import arguments, locomo_missing, progress_bar, report_footer, write_report
 from locomo import (
     CATEGORIES,
-    DEFAULT_DATA,
-    DEFAULT_OUT,
     KS,
     Conversation,
     Scores,
@@ -220,12 +217,7 @@ def render_markdown(report: dict[str, Any]) -> str:
         "latency includes building that text. LlamaIndex: an in-memory `VectorStoreIndex` "
         "(cosine over the same vectors) and its retriever's `aretrieve`.",
         "",
-        "## Machine",
-        "",
-        ", ".join(f"{k} {v}" for k, v in report["machine"].items()),
-        "",
-        f"Run: `{report['command']}`, {report['started']}, {report['wall_seconds']:.0f} s.",
-        "",
+        *report_footer(report),
     ]
     return "\n".join(lines)
 
@@ -239,13 +231,7 @@ async def run(args: argparse.Namespace, console: Console) -> dict[str, Any]:
     wall = time.perf_counter()
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
     work = 2 * sum(len(c.turns) + len(c.questions) for c in conversations)
-    columns = (
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-    )
-    with Progress(*columns, console=console) as progress:
+    with progress_bar(console) as progress:
         task = progress.add_task("LoCoMo", total=work)
 
         def advance(n: int) -> None:
@@ -275,25 +261,16 @@ async def run(args: argparse.Namespace, console: Console) -> dict[str, Any]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    parser.add_argument(
-        "--data", type=Path, default=Path(os.environ.get("LOCOMO_PATH", DEFAULT_DATA))
-    )
+    parser = arguments(__doc__, locomo=True)
     parser.add_argument("--conversations", type=int, default=None, help="run only the first N")
     parser.add_argument("--flush", type=int, default=16, help="turns per flushed chunk")
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     args = parser.parse_args()
     console = Console(stderr=True)
-    if not args.data.is_file():
-        console.print(f"[red]LoCoMo data not found at {args.data}; pass --data[/red]")
+    if locomo_missing(args.data):
         return 2
     report = asyncio.run(run(args, console))
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "llamaindex_memory.json").write_text(
-        json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
-    )
     markdown = render_markdown(report)
-    (args.out / "llamaindex_memory.md").write_text(markdown, encoding="utf-8")
+    write_report(args.out, "llamaindex_memory", report, markdown)
     console.print(markdown)
     return 0
 

@@ -23,7 +23,6 @@ The data is never copied into the repository: it is read from ``--data`` (defaul
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import json
 import os
@@ -41,8 +40,15 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+from _common import (
+    LOCOMO_DATA,
+    arguments,
+    locomo_missing,
+    progress_bar,
+    report_footer,
+    write_report,
+)
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from memento_core import (
     Embedder,
@@ -55,9 +61,7 @@ from memento_core import (
     plugins,
 )
 
-REPO = Path(__file__).resolve().parents[1]
-DEFAULT_DATA = REPO.parent / "shared" / "bench" / "locomo10.json"
-DEFAULT_OUT = REPO / "benchmarks" / "results"
+DEFAULT_DATA = LOCOMO_DATA  # scale.py reads it from here
 KS = (1, 5, 10)
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 SESSION_KEY = re.compile(r"session_(\d+)")
@@ -412,28 +416,18 @@ def render_markdown(report: dict[str, Any]) -> str:
         f"| recall p50 excluding embedding (difference of p50s) | "
         f"{latency['recall_p50'] - latency['query_embedding_p50']:.1f} ms |",
         "",
-        "## Machine",
-        "",
-        ", ".join(f"{k} {v}" for k, v in report["machine"].items()),
-        "",
-        f"Run: `{report['command']}`, {report['started']}, {report['wall_seconds']:.0f} s.",
-        "",
+        *report_footer(report),
     ]
     return "\n".join(lines)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument(
-        "--data", type=Path, default=Path(os.environ.get("LOCOMO_PATH", DEFAULT_DATA))
-    )
+    parser = arguments(__doc__, locomo=True)
     parser.add_argument("--conversations", type=int, default=None, help="run only the first N")
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     parser.add_argument("--embedder", choices=sorted(EMBEDDERS), default="onnx")
     args = parser.parse_args(argv)
     console = Console(stderr=True)
-    if not args.data.is_file():
-        console.print(f"[red]LoCoMo data not found at {args.data}; pass --data[/red]")
+    if locomo_missing(args.data):
         return 2
 
     conversations = load_conversations(args.data)[: args.conversations]
@@ -447,13 +441,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
     load_at_start = round(os.getloadavg()[0], 1)
     work = sum(len(c.turns) + len(c.questions) for c in conversations)
-    columns = (
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-    )
-    with Progress(*columns, console=console) as progress:
+    with progress_bar(console) as progress:
         task = progress.add_task("turns + questions", total=work)
         for conversation in conversations:
             progress.update(task, description=conversation.sample_id)
@@ -479,12 +467,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "machine": {**machine(), "load_average_1m_at_start": load_at_start},
     }
     name = "locomo" if args.embedder == "onnx" else f"locomo_{args.embedder.replace('-', '_')}"
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / f"{name}.json").write_text(
-        json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
-    )
     markdown = render_markdown(report)
-    (args.out / f"{name}.md").write_text(markdown, encoding="utf-8")
+    write_report(args.out, name, report, markdown)
     print(markdown)
     return 0
 

@@ -16,7 +16,6 @@ Writes ``benchmarks/results/sharing.json`` and ``.md``.
 
 from __future__ import annotations
 
-import argparse
 import json
 import subprocess
 import sys
@@ -26,7 +25,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _common import RESULTS, chroma_server, latency_summary, load_average, machine, write_report
+from _common import (
+    arguments,
+    chroma_server,
+    latency_summary,
+    load_average,
+    machine,
+    write_report,
+)
 
 from memento_core import Memento, Scope
 from memento_core.testing import HashEmbedder
@@ -134,10 +140,9 @@ def render(report: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = arguments(__doc__)
     parser.add_argument("--writes", type=int, default=40)
     parser.add_argument("--quick", action="store_true", help="5 writes, 5 recalls")
-    parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
     writes = 5 if args.quick else args.writes
     report: dict[str, Any] = {

@@ -11,9 +11,9 @@ fresh interpreter (median of ``--import-runs``).
 ``--run`` (what ``make bench`` uses) runs each named script (``benchmarks/<name>.py``) in turn,
 one child process each, and records its wall time, exit status and peak RSS (``wait4``) in
 ``summary.runs.json``; a failing script does not stop the others, but the exit status is 1.
-Targets: recall p95 ≤ 50 ms at 100k memories embedded (query embedding excluded, stated
-separately); write throughput ≥ 0.85 × raw ``encode``; ``import memento_core`` ≤ 0.5 s; the best
-recall@5 of all systems measured.
+Targets (``_targets.py``): recall p95 ≤ 50 ms at 100k memories embedded (query embedding
+excluded, stated separately); write throughput ≥ 0.85 × raw ``encode``; ``import memento_core``
+≤ 0.5 s; the best recall@5 of all systems measured.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -35,48 +35,24 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import RESULTS, write_report
+from _common import RESULTS, load_result, write_report
+from _targets import (
+    RECALL_P95_TARGET_MS,
+    Row,
+    best_r5,
+    engine_targets,
+    gateway_targets,
+    install_targets,
+    targets,
+)
 
 BENCHMARKS = Path(__file__).resolve().parent
 RUNS_FILE = "summary.runs.json"
 PLOT_FILE = "recall_latency.png"
-RECALL_P95_TARGET_MS = 50.0
-RECALL_TARGET_SIZE = 100_000
-WRITE_RATIO_TARGET = 0.85
-IMPORT_TARGET_S = 0.5
-HOTWORD_RATIO_TARGET = 0.5
-HOTWORD_P99_TARGET_US = 50.0
-GATEWAY_P99_TARGET_MS = 1.0
 IMPORT_CODE = (
     "import time; started = time.perf_counter(); import memento_core; "
     "print(time.perf_counter() - started)"
 )
-
-
-@dataclass
-class Row:
-    """One system's LoCoMo retrieval figures, from one script's results."""
-
-    system: str
-    via: str
-    source: str
-    memento: bool
-    r1: float | None
-    r5: float
-    r10: float
-    writes_per_s: float | None = None
-    write_ratio: float | None = None
-    query_p50_ms: float | None = None
-    query_p95_ms: float | None = None
-    note: str = ""
-
-
-def load(results: Path, name: str) -> dict[str, Any] | None:
-    path = results / f"{name}.json"
-    if not path.is_file():
-        return None
-    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
-    return data
 
 
 def overall(summary: dict[str, Any]) -> tuple[float | None, float, float]:
@@ -86,7 +62,7 @@ def overall(summary: dict[str, Any]) -> tuple[float | None, float, float]:
 
 def locomo_rows(results: Path) -> list[Row]:
     rows: list[Row] = []
-    if (data := load(results, "locomo")) is not None:
+    if (data := load_result(results, "locomo")) is not None:
         retrievers = data["retrievers"]
         speed, latency = data["throughput"], data["latency_ms"]
         labels = {
@@ -105,7 +81,7 @@ def locomo_rows(results: Path) -> list[Row]:
                 row.query_p50_ms = latency["recall_p50"]
                 row.query_p95_ms = latency["recall_p95"]
             rows.append(row)
-    if (data := load(results, "langgraph_store")) is not None:
+    if (data := load_result(results, "langgraph_store")) is not None:
         for name, summary in data["stores"].items():
             memento = name.startswith("MementoStore")
             latency = data.get("latency_ms", {}).get(name, {})
@@ -126,7 +102,7 @@ def locomo_rows(results: Path) -> list[Row]:
         ("llamaindex_memory", "LlamaIndex adapter", "LlamaIndex", "writes_per_s"),
         ("autogen_memory", "AutoGen adapter", "AutoGen", "adds_per_s"),
     ):
-        if (data := load(results, source)) is None:
+        if (data := load_result(results, source)) is None:
             continue
         for name, system in data["systems"].items():
             memento = name.startswith("Memento")
@@ -143,7 +119,7 @@ def locomo_rows(results: Path) -> list[Row]:
                     query_p95_ms=query.get("p95"),
                 )
             )
-    if (data := load(results, "chat_to_memory")) is not None:
+    if (data := load_result(results, "chat_to_memory")) is not None:
         for name, summary in data["retrievers"].items():
             chat = name.startswith("chat")
             rows.append(
@@ -157,7 +133,7 @@ def locomo_rows(results: Path) -> list[Row]:
                     note="a memory counts for the evidence turns whose text it contains",
                 )
             )
-    if (data := load(results, "consolidation")) is not None and "locomo" in data:
+    if (data := load_result(results, "consolidation")) is not None and "locomo" in data:
         for key, label in (
             ("before_sleep", "Memento, before sleep"),
             ("after_sleep", "Memento, after sleep (consolidated facts)"),
@@ -220,118 +196,6 @@ def run_scripts(names: Sequence[str], results: Path) -> tuple[dict[str, Any], li
         results.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(runs, indent=2) + "\n", encoding="utf-8")
     return runs, failed
-
-
-def best_r5(rows: Sequence[Row]) -> tuple[Row | None, Row | None, Row | None]:
-    """The best row overall, the best Memento row and the best other system."""
-
-    def top(candidates: list[Row]) -> Row | None:
-        return max(candidates, key=lambda r: r.r5) if candidates else None
-
-    return (
-        top(list(rows)),
-        top([r for r in rows if r.memento]),
-        top([r for r in rows if not r.memento]),
-    )
-
-
-def targets(
-    rows: Sequence[Row],
-    scale: dict[str, Any] | None,
-    imports: dict[str, Any],
-    hotwords: dict[str, Any] | None,
-    chat: dict[str, Any] | None = None,
-) -> list[dict[str, Any]]:
-    found: list[dict[str, Any]] = []
-    if chat is not None:
-        share, wanted = chat["chat_r5_share_of_turn_level"], chat["target_share"]
-        found.append(
-            {
-                "target": f"chat-path R@5 ≥ {wanted:.0%} of turn-level R@5 (LoCoMo)",
-                "value": f"{share:.1%}"
-                + (" (quick run: first conversation only)" if chat.get("quick") else ""),
-                "met": share >= wanted,
-                "source": "chat_to_memory",
-            }
-        )
-    size = str(RECALL_TARGET_SIZE)
-    step = (scale or {}).get("modes", {}).get("embedded", {}).get(size)
-    if step is not None and scale is not None:
-        embedding = scale["query_embedding_ms"]
-        value = step["recall_ms"]["p95"]
-        found.append(
-            {
-                "target": f"recall p95 ≤ {RECALL_P95_TARGET_MS:.0f} ms at "
-                f"{RECALL_TARGET_SIZE:,} memories, embedded, query embedding excluded",
-                "value": f"{value} ms (p50 {step['recall_ms']['p50']} ms); query embedding "
-                f"alone p50 {embedding['p50']} / p95 {embedding['p95']} ms",
-                "met": value <= RECALL_P95_TARGET_MS,
-                "source": "scale",
-            }
-        )
-    else:
-        found.append(
-            {
-                "target": f"recall p95 ≤ {RECALL_P95_TARGET_MS:.0f} ms at 100k (embedded)",
-                "value": "not measured (run benchmarks/scale.py)",
-                "met": None,
-                "source": "scale",
-            }
-        )
-    core = next((r for r in rows if r.write_ratio is not None), None)
-    if core is not None and core.write_ratio is not None:
-        found.append(
-            {
-                "target": f"write throughput ≥ {WRITE_RATIO_TARGET} × raw `model.encode`",
-                "value": f"{core.write_ratio:.2f} × ({core.writes_per_s} items/s "
-                "`remember_many`, same run, same texts, batch 64)",
-                "met": core.write_ratio >= WRITE_RATIO_TARGET,
-                "source": "locomo",
-            }
-        )
-    found.append(
-        {
-            "target": f"`import memento_core` ≤ {IMPORT_TARGET_S} s",
-            "value": f"{imports['import_median_s']} s (median of {imports['runs']} fresh "
-            f"interpreters; whole process {imports['process_median_s']} s)",
-            "met": imports["import_median_s"] <= IMPORT_TARGET_S,
-            "source": "summary",
-        }
-    )
-    if hotwords is not None:
-        ratio, p99 = hotwords["stream_vs_raw_fastest"], hotwords["latency_us"]["p99"]
-        found += [
-            {
-                "target": f"hotword streaming ≥ {HOTWORD_RATIO_TARGET:.0%} of the raw automaton's "
-                "throughput",
-                "value": f"{ratio:.0%}, fastest of {hotwords['rounds']} rounds each (median of "
-                f"the rounds' ratios {hotwords['stream_vs_raw']:.0%}), CPU time",
-                "met": ratio >= HOTWORD_RATIO_TARGET,
-                "source": "hotwords",
-            },
-            {
-                "target": f"hotword p99 per chunk ≤ {HOTWORD_P99_TARGET_US:.0f} µs",
-                "value": f"{p99} µs (p50 {hotwords['latency_us']['p50']} µs)",
-                "met": p99 <= HOTWORD_P99_TARGET_US,
-                "source": "hotwords",
-            },
-        ]
-    best, memento, peer = best_r5(rows)
-    if best is not None:
-        runner_up = peer if best.memento else memento
-        found.append(
-            {
-                "target": "the best recall@5 of all systems measured (LoCoMo)",
-                "value": f"{best.r5:.1f} — {best.system} ({best.via}); best "
-                f"{'other system' if best.memento else 'Memento'}: "
-                f"{runner_up.r5:.1f} ({runner_up.system})"
-                if runner_up
-                else f"{best.r5:.1f} — {best.system}",
-                "met": best.memento,
-                "source": best.source,
-            }
-        )
-    return found
 
 
 def verdict(met: bool | None) -> str:
@@ -654,130 +518,6 @@ def gateway_figures(data: dict[str, Any] | None) -> dict[str, Any] | None:
     }
 
 
-def gateway_targets(gateway: dict[str, Any] | None) -> list[dict[str, Any]]:
-    if gateway is None:
-        return []
-    p99 = gateway["added_ms"]["p99"]
-    return [
-        {
-            "target": f"gateway: ≤ {GATEWAY_P99_TARGET_MS:.0f} ms p99 added per stream frame",
-            "value": f"{p99} ms (p50 {gateway['added_ms']['p50']} ms)",
-            "met": p99 <= GATEWAY_P99_TARGET_MS,
-            "source": "gateway",
-        }
-    ]
-
-
-COLD_CLI_TARGET_S = 3.0
-STORE_OPS_TARGET = 200.0
-FRESHNESS_TARGET_MS = 1000.0
-"""The engine issue's bound for another process's write (Memento documents 0.25 s)."""
-
-
-def engine_targets(results: Path) -> list[dict[str, Any]]:
-    """Targets of the engine issue and the framework-fidelity issue: cold CLI, the LangGraph
-    store's throughput, and how late another process sees a write."""
-    found: list[dict[str, Any]] = []
-    cold = load(results, "cold_cli")
-    if cold is not None:
-        wall = cold["wall_s"]
-        worst = max(wall["cli_remember"]["p50"], wall["cli_recall"]["p50"])
-        found.append(
-            {
-                "target": f"cold CLI `remember` / `recall` ≤ {COLD_CLI_TARGET_S:.0f} s (model "
-                "load included); a fresh process's first remember",
-                "value": f"{wall['cli_remember']['p50']} / {wall['cli_recall']['p50']} s; "
-                f"first remember process {wall['process']['p50']} s (p50 of {cold['rounds']})",
-                "met": worst <= COLD_CLI_TARGET_S,
-                "source": "cold_cli",
-            }
-        )
-    store = load(results, "langgraph_store")
-    throughput = (store or {}).get("throughput") or {}
-    ours = next((run for name, run in throughput.items() if "InMemory" not in name), None)
-    if ours is not None:
-        found.append(
-            {
-                "target": f"LangGraph store: ≥ {STORE_OPS_TARGET:.0f} ops/s, {ours['ops']:,} "
-                f"mixed ops from {ours['threads']} threads",
-                "value": f"{ours['ops_per_second']} ops/s",
-                "met": ours["ops_per_second"] >= STORE_OPS_TARGET,
-                "source": "langgraph_store",
-            }
-        )
-    sharing = load(results, "sharing")
-    if sharing is not None:
-        worst_p95 = max(f["p95"] for f in sharing["freshness_ms"].values())
-        found.append(
-            {
-                "target": f"another process's recall sees a write within "
-                f"{FRESHNESS_TARGET_MS / 1000:.0f} s (p95; documented bound 0.25 s)",
-                "value": "; ".join(
-                    f"{mode} p50 {f['p50']} / p95 {f['p95']} ms"
-                    for mode, f in sharing["freshness_ms"].items()
-                ),
-                "met": worst_p95 <= FRESHNESS_TARGET_MS,
-                "source": "sharing",
-            }
-        )
-    return found
-
-
-INSTALL_MB_TARGET = 400.0
-FIRST_REMEMBER_TARGET_S = 1.5
-QUERY_P50_TARGET_MS = 5.0
-
-
-def install_targets(results: Path) -> list[dict[str, Any]]:
-    """Targets of the light-install issue: size, first remember, query speed, encode ratio."""
-    found: list[dict[str, Any]] = []
-    install = load(results, "install_size")
-    if install is not None:
-        size = install["size"]
-        found.append(
-            {
-                "target": f"clean venv, core + LangGraph, no constraints: ≤ "
-                f"{INSTALL_MB_TARGET:.0f} MB, no torch, no CUDA",
-                "value": f"{size['venv_mb']} MB; torch {'yes' if size['torch'] else 'no'}; "
-                f"nvidia packages {len(size['nvidia'])}",
-                "met": size["venv_mb"] <= INSTALL_MB_TARGET
-                and not size["torch"]
-                and not size["nvidia"],
-                "source": "install_size",
-            }
-        )
-        first = install["first_remember"]
-        found.append(
-            {
-                "target": f"cold process → first `remember` ≤ {FIRST_REMEMBER_TARGET_S} s "
-                "(clean venv)",
-                "value": f"{first['wall_s']} s (median of {first['runs']}; import "
-                f"{install['import']['import_s']} s)",
-                "met": first["wall_s"] <= FIRST_REMEMBER_TARGET_S,
-                "source": "install_size",
-            }
-        )
-    embedders = load(results, "embedders")
-    if embedders is not None:
-        rows = embedders["embedders"]
-        torch = rows.get("sentence-transformers (torch)")
-        for name, row in rows.items():
-            if torch is None or row is torch:
-                continue
-            ratio = row["encode"]["texts_per_s"] / torch["encode"]["texts_per_s"]
-            found.append(
-                {
-                    "target": f"{name}: query p50 ≤ {QUERY_P50_TARGET_MS:.0f} ms; batched "
-                    "encode ≥ 1.0 × torch",
-                    "value": f"query p50 {row['query_ms']['p50']} ms (torch "
-                    f"{torch['query_ms']['p50']}); encode {ratio:.2f} × torch",
-                    "met": row["query_ms"]["p50"] <= QUERY_P50_TARGET_MS and ratio >= 1.0,
-                    "source": "embedders",
-                }
-            )
-    return found
-
-
 def compact(value: Any) -> str:
     """A load-average record as short text: numbers to one decimal."""
     if isinstance(value, dict):
@@ -835,10 +575,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     runs = json.loads(runs_path.read_text(encoding="utf-8")) if runs_path.is_file() else {}
 
     rows = locomo_rows(results)
-    scale = load(results, "scale")
+    scale = load_result(results, "scale")
     imports = measure_import(args.import_runs)
-    hotwords = hotword_figures(load(results, "hotwords"))
-    gateway = gateway_figures(load(results, "gateway"))
+    hotwords = hotword_figures(load_result(results, "hotwords"))
+    gateway = gateway_figures(load_result(results, "gateway"))
     best, _, _ = best_r5(rows)
     scale_rss = (scale or {}).get("peak_rss_mb", {})
     report: dict[str, Any] = {
@@ -846,7 +586,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "command": " ".join(
             ["benchmarks/summary.py", *(argv if argv is not None else sys.argv[1:])]
         ),
-        "targets": targets(rows, scale, imports, hotwords, load(results, "chat_to_memory"))
+        "targets": targets(rows, scale, imports, hotwords, load_result(results, "chat_to_memory"))
         + gateway_targets(gateway)
         + engine_targets(results)
         + install_targets(results),

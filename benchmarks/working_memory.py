@@ -15,33 +15,27 @@ Latencies are wall-clock on whatever else the machine is doing; the load average
 
 from __future__ import annotations
 
-import argparse
 import functools
 import json
 import os
-import platform
 import random
-import socket
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
-import urllib.request
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from _common import arguments, chroma_server, machine, machine_line, write_report
+
 from memento_core import Memento, Scope
-from memento_core._chat import ChatMemory, WindowPolicy, summarize_thread
+from memento_core._chat import ChatMemory, WindowPolicy
+from memento_core._chat_archive import summarize_thread
 from memento_core._messages import Message, ToolCall
 from memento_core._summarize import ExtractiveSummarizer
 from memento_core.embedding import SentenceTransformerEmbedder
 
-REPO = Path(__file__).resolve().parents[1]
-DEFAULT_OUT = REPO / "benchmarks" / "results"
 WINDOW_TOKENS = 2_000
 SCOPE = Scope(user_id="bench", agent_id="assistant")
 WORDS = (  # noqa: SIM905 - a vocabulary reads better as text than as 40 list lines
@@ -89,33 +83,6 @@ def summary(samples: Sequence[float]) -> dict[str, float]:
     }
 
 
-@contextmanager
-def chroma_server() -> Iterator[str]:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    url = f"http://127.0.0.1:{port}"
-    root = Path(tempfile.mkdtemp(prefix="wm-bench-server-"))
-    chroma = Path(sys.executable).parent / "chroma"
-    command = [str(chroma), "run", "--path", str(root), "--port", str(port), "--host", "127.0.0.1"]
-    with (root.parent / f"{root.name}.log").open("wb") as log:
-        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
-    try:
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/api/v2/heartbeat", timeout=2):
-                    break
-            except OSError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"chroma run did not start at {url}") from None
-                time.sleep(0.3)
-        yield url
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
-
-
 def run_mode(mode: str, open_store: Callable[[], Memento], messages: int) -> dict[str, Any]:
     script = list(conversation(messages))
     policy = WindowPolicy(max_tokens=WINDOW_TOKENS, snapshot_on_overflow=False)
@@ -157,17 +124,6 @@ def run_mode(mode: str, open_store: Callable[[], Memento], messages: int) -> dic
     return result
 
 
-def machine() -> dict[str, Any]:
-    import chromadb
-
-    return {
-        "nproc": os.cpu_count(),
-        "python": platform.python_version(),
-        "chromadb": chromadb.__version__,
-        "platform": platform.platform(),
-    }
-
-
 def render_markdown(report: dict[str, Any]) -> str:
     rows = [
         "# Working memory: chat append and window latency",
@@ -202,17 +158,16 @@ def render_markdown(report: dict[str, Any]) -> str:
         "Load average before / after: "
         + " / ".join(", ".join(f"{x:.1f}" for x in load) for load in report["load_average"]),
         "",
-        "Machine: " + ", ".join(f"{k} {v}" for k, v in report["machine"].items()),
+        "Machine: " + machine_line(report["machine"]),
         "",
     ]
     return "\n".join(rows)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser = arguments(__doc__)
     parser.add_argument("--messages", type=int, default=1_000)
     parser.add_argument("--modes", default="embedded,server")
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     args = parser.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     embedder = SentenceTransformerEmbedder()
@@ -240,9 +195,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "modes": modes,
         "machine": machine(),
     }
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "working_memory.json").write_text(json.dumps(report, indent=2) + "\n")
-    (args.out / "working_memory.md").write_text(render_markdown(report))
+    write_report(args.out, "working_memory", report, render_markdown(report))
     return 0
 
 

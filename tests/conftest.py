@@ -21,6 +21,7 @@ from uuid import uuid4
 import pytest
 
 from memento_core import Embedder, Memento, OnnxEmbedder
+from memento_core import _memento as memento_module
 
 # Importing memento_core loads neither huggingface_hub nor chromadb, so these still come first.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -149,3 +150,15 @@ def mem(store_factory: StoreFactory) -> Iterator[Memento]:
     """A fresh, empty store in the current mode."""
     with store_factory.open() as store:
         yield store
+
+
+@pytest.fixture
+def cli_store(
+    tmp_path: Path, embedder: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[tuple[Memento, list[str]]]:
+    """An embedded store and the ``--path`` arguments that reach it, for the command line's
+    tests; commands reuse the session's model instead of loading their own."""
+    monkeypatch.setattr(memento_module, "default_embedder", lambda: embedder)
+    path = tmp_path / "store"
+    with Memento.open(path, embedder=embedder) as mem:
+        yield mem, ["--path", str(path)]

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memento_core import Embedder, InvalidInput, Memento, Privacy, Scope, memory_injection
+from memento_core import Embedder, InvalidInput, Memento, Privacy, Scope
 from memento_core._injection import HEADER
 from memento_core._messages import Role
 from memento_core._tokens import count_message, default_counter
@@ -39,7 +39,7 @@ def fill(mem: Memento) -> None:
 
 def test_it_injects_the_top_memories_as_a_system_message(mem: Memento) -> None:
     fill(mem)
-    injection = memory_injection(mem, "what is Ann allergic to?", scope=ANN, limit=3)
+    injection = mem.memory_injection("what is Ann allergic to?", scope=ANN, limit=3)
     message = injection.message()
     assert message is not None and message.role is Role.SYSTEM
     assert message.content == injection.text and injection.text.startswith(HEADER)
@@ -54,10 +54,10 @@ def test_it_injects_the_top_memories_as_a_system_message(mem: Memento) -> None:
 
 def test_a_tight_budget_compresses_to_the_relevant_sentences(mem: Memento) -> None:
     fill(mem)
-    full = memory_injection(mem, "Thai curry Sunday cooking", scope=ANN, limit=1)
+    full = mem.memory_injection("Thai curry Sunday cooking", scope=ANN, limit=1)
     assert full.items[0].content.startswith("Ann's kitchen notes")
-    tight = memory_injection(
-        mem, "Thai curry Sunday cooking", scope=ANN, limit=1, token_budget=full.tokens - 15
+    tight = mem.memory_injection(
+        "Thai curry Sunday cooking", scope=ANN, limit=1, token_budget=full.tokens - 15
     )
     [item] = tight.items
     assert item.compressed and "Thai curry every Sunday" in item.content
@@ -66,17 +66,17 @@ def test_a_tight_budget_compresses_to_the_relevant_sentences(mem: Memento) -> No
 
 
 def test_nothing_to_inject(mem: Memento) -> None:
-    injection = memory_injection(mem, "anything at all", scope=ANN)
+    injection = mem.memory_injection("anything at all", scope=ANN)
     assert injection.text == "" and injection.items == () and injection.message() is None
     fill(mem)
-    too_small = memory_injection(mem, "Ann", scope=ANN, token_budget=5)
+    too_small = mem.memory_injection("Ann", scope=ANN, token_budget=5)
     assert too_small.text == "" and too_small.tokens == 0
 
 
 @pytest.mark.parametrize("budget", [0, -1, 2.5, True, "100"])
 def test_a_bad_budget_is_refused(mem: Memento, budget: Any) -> None:
     with pytest.raises(InvalidInput, match="token_budget"):
-        memory_injection(mem, "Ann", token_budget=budget)
+        mem.memory_injection("Ann", token_budget=budget)
 
 
 @pytest.fixture(scope="module")
@@ -105,8 +105,8 @@ def test_injection_never_exceeds_its_budget(
     filled: Memento, budget: int, query: str, limit: int, by_characters: bool
 ) -> None:
     counter = Characters() if by_characters else default_counter()
-    injection = memory_injection(
-        filled, query, token_budget=budget, scope=ANN, limit=limit, counter=counter
+    injection = filled.memory_injection(
+        query, token_budget=budget, scope=ANN, limit=limit, counter=counter
     )
     message = injection.message()
     if message is None:

@@ -7,14 +7,11 @@ for the one the command would load. Bad input exits 2 with one line on standard 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
-from pathlib import Path
 
 import pytest
 
-from memento_core import Embedder, Memento, MemoryNotFound, MemoryType, Scope
-from memento_core import _memento as memento_module
+from memento_core import Memento, MemoryNotFound, MemoryType, Scope
 from memento_core.cli import main
 
 ANN = Scope(user_id="ann")
@@ -24,17 +21,6 @@ PET = (
     "Biscuit, Ann's beagle puppy, chews her slippers every morning.",
     "Ann takes her beagle Biscuit to puppy training class on Sundays.",
 )
-
-
-@pytest.fixture
-def store(
-    tmp_path: Path, embedder: Embedder, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[tuple[Memento, list[str]]]:
-    """A store and the ``--path`` arguments that reach it; commands reuse the loaded model."""
-    monkeypatch.setattr(memento_module, "default_embedder", lambda: embedder)
-    path = tmp_path / "store"
-    with Memento.open(path, embedder=embedder) as mem:
-        yield mem, ["--path", str(path)]
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -60,9 +46,9 @@ def assert_one_line_error(result: tuple[int, str, str], *fragments: str) -> None
 
 
 def test_sleep_prints_its_report_and_the_facts(
-    store: tuple[Memento, list[str]], capsys: pytest.CaptureFixture[str]
+    cli_store: tuple[Memento, list[str]], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    mem, where = store
+    mem, where = cli_store
     for n, text in enumerate(PET):
         mem.remember(text, scope=ANN, created_at=datetime(2024, 5, 1, n, tzinfo=timezone.utc))
 
@@ -81,9 +67,9 @@ def test_sleep_prints_its_report_and_the_facts(
 
 
 def test_review_lists_due_cards_and_grades_one(
-    store: tuple[Memento, list[str]], capsys: pytest.CaptureFixture[str]
+    cli_store: tuple[Memento, list[str]], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    mem, where = store
+    mem, where = cli_store
     due = mem.remember("Ann's visa interview is on 9 June", scope=ANN, importance=0.9)
     mem.review(due, 0, now=datetime.now(timezone.utc) - 2 * DAY)  # due since yesterday
     not_due = mem.remember("Ann's passport expires in 2031", scope=ANN, importance=0.9)
@@ -98,9 +84,9 @@ def test_review_lists_due_cards_and_grades_one(
 
 
 def test_review_refuses_a_bad_grade_or_id_in_one_line(
-    store: tuple[Memento, list[str]], capsys: pytest.CaptureFixture[str]
+    cli_store: tuple[Memento, list[str]], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    mem, where = store
+    mem, where = cli_store
     memory_id = mem.remember("Ann's visa interview is on 9 June", scope=ANN, importance=0.9)
     before = mem.get(memory_id)
     assert_one_line_error(run(capsys, "review", *where, memory_id, "9"), "grade")
@@ -114,9 +100,9 @@ def test_review_refuses_a_bad_grade_or_id_in_one_line(
 
 
 def test_forget_candidates_lists_the_queue(
-    store: tuple[Memento, list[str]], capsys: pytest.CaptureFixture[str]
+    cli_store: tuple[Memento, list[str]], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    mem, where = store
+    mem, where = cli_store
     long_ago = datetime.now(timezone.utc) - 200 * DAY
     old = mem.remember("Ann once said the canteen soup was cold", scope=ANN, created_at=long_ago)
     new = mem.remember("Ann is at the dentist today", scope=ANN)
@@ -127,9 +113,9 @@ def test_forget_candidates_lists_the_queue(
 
 
 def test_purge_erases_past_the_grace_period(
-    store: tuple[Memento, list[str]], capsys: pytest.CaptureFixture[str]
+    cli_store: tuple[Memento, list[str]], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    mem, where = store
+    mem, where = cli_store
     memory_id = mem.remember("Ann's old wifi password was hunter2", scope=ANN)
     mem.forget(memory_id)
 
@@ -143,9 +129,9 @@ def test_purge_erases_past_the_grace_period(
 
 @pytest.mark.parametrize("days", ["nan", "inf", "1e12"])
 def test_purge_refuses_a_grace_period_that_is_no_duration(
-    store: tuple[Memento, list[str]], capsys: pytest.CaptureFixture[str], days: str
+    cli_store: tuple[Memento, list[str]], capsys: pytest.CaptureFixture[str], days: str
 ) -> None:
-    mem, where = store
+    mem, where = cli_store
     memory_id = mem.remember("Ann's old wifi password was hunter2", scope=ANN)
     mem.forget(memory_id)
     assert_one_line_error(run(capsys, "purge", *where, "--grace-days", days), "grace")
@@ -153,9 +139,9 @@ def test_purge_refuses_a_grace_period_that_is_no_duration(
 
 
 def test_erase_user_prints_what_went_and_unknown_users_are_a_no_op(
-    store: tuple[Memento, list[str]], capsys: pytest.CaptureFixture[str]
+    cli_store: tuple[Memento, list[str]], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    mem, where = store
+    mem, where = cli_store
     ann = [mem.remember(text, scope=ANN) for text in PET]
     ben = mem.remember("Ben looks after Biscuit on weekends", scope=Scope(user_id="ben"))
 
@@ -175,9 +161,9 @@ def test_erase_user_prints_what_went_and_unknown_users_are_a_no_op(
 
 
 def test_worker_once_runs_one_pass_and_reports_it(
-    store: tuple[Memento, list[str]], capsys: pytest.CaptureFixture[str]
+    cli_store: tuple[Memento, list[str]], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    mem, where = store
+    mem, where = cli_store
     for n, text in enumerate(PET):
         mem.remember(text, scope=ANN, created_at=datetime(2024, 5, 1, n, tzinfo=timezone.utc))
     expired = mem.remember("a boarding pass", expires_at=datetime.now(timezone.utc) - 40 * DAY)

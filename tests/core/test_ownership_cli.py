@@ -4,27 +4,15 @@ with ``remember``'s rules before anything is written (issue 21)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from memento_core import Embedder, InvalidImport, Memento, Scope
-from memento_core import _memento as memento_module
 from memento_core.cli import main
 
 ANN = Scope(user_id="ann")
-
-
-@pytest.fixture
-def store(
-    tmp_path: Path, embedder: Embedder, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[tuple[Memento, list[str]]]:
-    monkeypatch.setattr(memento_module, "default_embedder", lambda: embedder)
-    path = tmp_path / "store"
-    with Memento.open(path, embedder=embedder) as mem:
-        yield mem, ["--path", str(path)]
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -42,9 +30,9 @@ def one_line_error(result: tuple[int, str, str], *fragments: str) -> None:
 
 
 def test_get_and_export_honour_user(
-    store: tuple[Memento, list[str]], capsys: pytest.CaptureFixture[str]
+    cli_store: tuple[Memento, list[str]], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    mem, path = store
+    mem, path = cli_store
     secret = mem.remember("Ann's private passport number is X99", scope=ANN)
     one_line_error(run(capsys, "get", secret, *path, "--user", "zed"), "no memory with id")
     code, out, _ = run(capsys, "get", secret, *path, "--user", "ann")
@@ -58,9 +46,9 @@ def test_get_and_export_honour_user(
 
 
 def test_changes_with_user_need_the_owner(
-    store: tuple[Memento, list[str]], capsys: pytest.CaptureFixture[str]
+    cli_store: tuple[Memento, list[str]], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    mem, path = store
+    mem, path = cli_store
     public = mem.remember("Ann's public tip about trains", scope=ANN, privacy="public")
     for argv in (["forget", public, "--hard"], ["pin", public], ["feedback", public, "helpful"]):
         one_line_error(run(capsys, *argv, *path, "--user", "zed"), "belongs to another user")
@@ -108,13 +96,13 @@ def _memory(n: int, **fields: Any) -> str:
     ids=["superseded-object", "surrogate", "str-bool", "operator", "title", "hotword", "huge", "0"],
 )
 def test_import_is_all_or_nothing_with_the_line_number(
-    store: tuple[Memento, list[str]],
+    cli_store: tuple[Memento, list[str]],
     capsys: pytest.CaptureFixture[str],
     tmp_path: Path,
     bad: dict[str, Any],
     says: str,
 ) -> None:
-    mem, path = store
+    mem, path = cli_store
     lines = [_memory(n) for n in range(1, 40)] + [_memory(40, **bad)] + [_memory(41)]
     one_line_error(_import(capsys, path, tmp_path, lines), "line 40", says)
     assert mem.items(include_deleted=True) == []
@@ -124,9 +112,9 @@ def test_import_is_all_or_nothing_with_the_line_number(
 
 
 def test_a_stores_own_export_with_many_hotword_variants_imports(
-    store: tuple[Memento, list[str]], embedder: Embedder, tmp_path: Path
+    cli_store: tuple[Memento, list[str]], embedder: Embedder, tmp_path: Path
 ) -> None:
-    mem, _ = store
+    mem, _ = cli_store
     variants = [f"codeword{n}" for n in range(100)]
     mem.remember("Ann's project has a hundred code names", scope=ANN, hotwords=variants)
     with Memento.open(tmp_path / "copy", embedder=embedder) as copy:

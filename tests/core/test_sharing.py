@@ -29,6 +29,7 @@ from memento_core import (
     ReadOnlyStore,
     Scope,
     StoreLocked,
+    StoreNotFound,
 )
 from memento_core.testing import HashEmbedder
 
@@ -251,6 +252,20 @@ def test_in_process_read_only_instances_refuse_writes_and_harm_nothing(store_pat
                 attempt()
         assert reader.get(kept).content == "Kept safe."
         assert [h.item.id for h in reader.recall("kept safe", scope=ANN)] == [kept]
+
+
+def test_a_read_only_open_where_no_store_is_refused_and_creates_nothing(tmp_path: Path) -> None:
+    missing = tmp_path / "no-store-here"
+    with pytest.raises(StoreNotFound, match=r"no Memento store at .*no-store-here") as raised:
+        Memento.open(missing, embedder=HashEmbedder(), read_only=True)
+    assert raised.value.path == str(missing) and "\n" not in str(raised.value)
+    assert isinstance(raised.value, FileNotFoundError)
+    assert not missing.exists()
+    empty = tmp_path / "empty-directory"
+    empty.mkdir()
+    with pytest.raises(StoreNotFound):
+        Memento.open(empty, embedder=HashEmbedder(), read_only=True)
+    assert list(empty.iterdir()) == []
 
 
 def test_a_writer_killed_mid_write_leaves_the_reader_working_and_the_lock_free(

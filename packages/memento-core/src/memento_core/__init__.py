@@ -6,12 +6,7 @@ from memento_core._drafts import MemoryDraft
 from memento_core._filters import RecallFilter
 from memento_core._injection import InjectedMemory, Injection
 from memento_core._lifecycle import ErasureReport, ForgetCandidate, PurgeReport
-from memento_core._memento import (
-    MAX_RECALL_LIMIT,
-    Memento,
-    StoreStats,
-    memory_injection,
-)
+from memento_core._memento import MAX_RECALL_LIMIT, Memento, StoreStats
 from memento_core._messages import Message, Role, ToolCall
 from memento_core._model import (
     ADAPTER_PREFIX,
@@ -61,6 +56,7 @@ from memento_core.errors import (
     ReadOnlyStore,
     StoreError,
     StoreLocked,
+    StoreNotFound,
     StoreUnavailable,
 )
 from memento_core.hotwords import (
@@ -143,6 +139,7 @@ __all__ = [
     "SleepReport",
     "StoreError",
     "StoreLocked",
+    "StoreNotFound",
     "StoreStats",
     "StoreUnavailable",
     "Summarizer",
@@ -159,6 +156,5 @@ __all__ = [
     "default_store_path",
     "detect_stream",
     "embedder_for",
-    "memory_injection",
     "parse_enum",
 ]

@@ -23,16 +23,17 @@ Long-term memory: evicted messages are archived into episodic memory in chunks
 (``WindowPolicy.snapshot_on_overflow``), and when a window ends (expired, reset, closed) what
 is not archived yet is archived (``archive_on_end``; the worker does it for sessions nobody
 touches again, ``archive_idle_sessions``). Archives are lossless: a memory per turn plus a
-summary (``archive_messages``). The archive mark says how far a session is archived.
+summary (``memento_core._chat_archive``). The archive mark says how far a session is archived.
 
 The ``ChatMemory`` objects of one session in one process share its state; on a Chroma server
 each call first picks up what other processes wrote. Open an embedded store once per process.
 
 A session belongs to the user (with agent and project) whose scope first wrote to it: an owner
-record is kept beside its messages. A chat opened with another user's scope is refused
-(``NotOwner``) on every call — window, append, history, reset, archive — so a session id is not
-a capability; summaries of a session (overflow and archive) are the owner's memories, never the
-caller's. A chat opened without a scope is the application acting as the store's owner.
+record is kept beside its messages (``memento_core._chat_records`` stores both). A chat opened
+with another user's scope is refused (``NotOwner``) on every call — window, append, history,
+reset, archive — so a session id is not a capability; summaries of a session (overflow and
+archive) are the owner's memories, never the caller's. A chat opened without a scope is the
+application acting as the store's owner.
 """
 
 from __future__ import annotations
@@ -40,35 +41,36 @@ from __future__ import annotations
 import bisect
 import contextlib
 import dataclasses
-import json
-import os
-import threading
-import time
-import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
-from memento_core import _writing
-from memento_core._drafts import MemoryDraft
+from memento_core._chat_archive import archive_messages, archive_session
+from memento_core._chat_records import (
+    NO_MARKS,
+    SessionLog,
+    chats_of,
+    check_session,
+    check_session_owner,
+    claim_session,
+    decode,
+    encode,
+    history,
+    key_ts,
+    query,
+    scope_fields,
+    scope_of,
+    session_owner,
+)
 from memento_core._engine import Engine
 from memento_core._messages import Message, Role, as_message
-from memento_core._model import (
-    MAX_CONTENT_CHARS,
-    Link,
-    LinkType,
-    MemoryType,
-    Scope,
-    as_utc,
-    check_scope_value,
-    utcnow,
-)
-from memento_core._storage import SideRecords, from_micros, to_micros
-from memento_core._summarize import ExtractiveSummarizer, Summarizer, is_filler, message_text
+from memento_core._model import Scope, as_utc, utcnow
+from memento_core._storage import from_micros
+from memento_core._summarize import ExtractiveSummarizer, Summarizer
 from memento_core._tokens import TokenCounter, count_message, default_counter
 from memento_core._twins import async_twin
-from memento_core.errors import InvalidInput, InvalidScope, NotOwner
+from memento_core.errors import InvalidInput, InvalidScope
 
 
 class _HasEngine(Protocol):
@@ -84,10 +86,6 @@ __all__ = [
     "MessageTooLarge",
     "WindowPolicy",
     "archive_idle_sessions",
-    "archive_messages",
-    "erase_user_messages",
-    "history",
-    "summarize_thread",
 ]
 
 DEFAULT_TTL = timedelta(hours=48)
@@ -160,67 +158,9 @@ class FromSession:
     last: int = 20
 
     def __post_init__(self) -> None:
-        _check_session(self.session_id)
+        check_session(self.session_id)
         if isinstance(self.last, bool) or not isinstance(self.last, int) or self.last < 1:
             raise InvalidInput(f"last must be a whole number ≥ 1, got {self.last!r}")
-
-
-_NO_MARKS = {"start": "", "floor": "", "snap": ""}
-
-
-class _Log:
-    """What this process knows of one session's window; shared by its ``ChatMemory`` objects."""
-
-    def __init__(self) -> None:
-        self.lock = threading.RLock()
-        self.loaded = False
-        self.tail: list[Message] = []
-        self.system: Message | None = None
-        self.marks = dict(_NO_MARKS)
-        self.seen_ts = 0
-        self.last_ts = 0
-        self.last_key = ""
-        self.pending: list[Message] | None = None
-        self.owner: Scope | None = None  # the session's owner, once known
-
-
-class _Chats:
-    """The messages collection of one open store, its writer identity, and its session logs."""
-
-    def __init__(self, records: SideRecords, shared: bool) -> None:
-        self.collection = records
-        self.shared = shared
-        self.sessions: weakref.WeakValueDictionary[str, _Log] = weakref.WeakValueDictionary()
-        self.lock = threading.Lock()
-        self.pid, self._writer, self.last_ts, self.counter = -1, "", 0, 0
-
-    @property
-    def writer(self) -> str:
-        with self.lock:
-            if self.pid != os.getpid():  # a forked child must not reuse its parent's keys
-                self.pid, self._writer, self.counter = os.getpid(), os.urandom(6).hex(), 0
-            return self._writer
-
-    def next_key(self, seen_ts: int) -> tuple[str, int]:
-        writer = self.writer
-        with self.lock:
-            self.last_ts = max(time.time_ns() // 1000, self.last_ts, seen_ts + 1)
-            self.counter += 1
-            return f"{self.last_ts:017d}.{writer}.{self.counter:010d}", self.last_ts
-
-    def log(self, session_id: str) -> _Log:
-        with self.lock:
-            found = self.sessions.get(session_id)
-            if found is None:
-                found = self.sessions[session_id] = _Log()
-            return found
-
-
-def _chats(engine: Engine) -> _Chats:
-    """The store's chats, one per store in this process (shared by its instances)."""
-    return engine.shared_state(
-        "chats", lambda: _Chats(engine.store.side_records("messages"), engine.store.shared)
-    )
 
 
 class ChatMemory:
@@ -241,7 +181,7 @@ class ChatMemory:
         counter: TokenCounter | None = None,
         summarizer: Summarizer | None = None,
     ) -> None:
-        _check_session(session_id)
+        check_session(session_id)
         if scope is not None and scope.session_id not in (None, session_id):
             raise InvalidScope(f"scope.session_id {scope.session_id!r} is not {session_id!r}")
         if policy is not None and not isinstance(policy, WindowPolicy):
@@ -258,7 +198,7 @@ class ChatMemory:
             self._initial = [as_message(m) for m in initial]
         engine = store if isinstance(store, Engine) else store._engine
         self._engine = engine
-        self._chats = _chats(engine)
+        self._chats = chats_of(engine)
         self._log = self._chats.log(session_id)
         self._costs: dict[str, int] = {}
 
@@ -315,7 +255,7 @@ class ChatMemory:
                 return
             check_session_owner(self._engine, self.session_id, self._caller, "purge")
             self._chats.collection.delete(where={"session": self.session_id})
-            log.tail, log.system, log.pending, log.marks = [], None, [], dict(_NO_MARKS)
+            log.tail, log.system, log.pending, log.marks = [], None, [], dict(NO_MARKS)
             log.owner, log.loaded = None, True
 
     def archive(self, summarizer: Summarizer | None = None) -> str:
@@ -324,7 +264,7 @@ class ChatMemory:
         chosen = summarizer or self.summarizer
         with self._log.lock:
             self._ready("archive")
-            summary, last = _archive_session(
+            summary, last = archive_session(
                 self._engine, self.session_id, chosen, self._owner_scope()
             )
             if last > self._log.marks["snap"]:
@@ -540,10 +480,10 @@ class ChatMemory:
 
     def _load(self) -> None:
         log, sid, col = self._log, self.session_id, self._chats.collection
-        for _, meta, _ in _query(col, {"session": sid, "kind": "mark"}):
+        for _, meta, _ in query(col, {"session": sid, "kind": "mark"}):
             self._take_marks(meta)
-        self._take(_query(col, {"session": sid, "kind": "message", "ts": _since(log, "start")}))
-        self._take(_query(col, {"session": sid, "role": "system", "ts": _since(log, "floor")}))
+        self._take(query(col, {"session": sid, "kind": "message", "ts": _since(log, "start")}))
+        self._take(query(col, {"session": sid, "role": "system", "ts": _since(log, "floor")}))
         if not (log.marks["start"] or log.tail or log.system) and self._initial is not None:
             self._seed(self._initial)  # a new session; loading it again is harmless if this fails
         log.loaded = True
@@ -552,7 +492,7 @@ class ChatMemory:
         """Start a new session with its initial memory (copies: the messages get new ids)."""
         if isinstance(seed, FromSession):
             where = {"session": seed.session_id, "kind": "message"}
-            records = _query(self._chats.collection, where)
+            records = query(self._chats.collection, where)
             owner = self.scope.user_id
             earlier_owner = session_owner(self._engine, seed.session_id)
             if (owner and any(meta["user_id"] != owner for _, meta, _ in records)) or (
@@ -561,7 +501,7 @@ class ChatMemory:
                 and earlier_owner.user_id != self._caller.user_id
             ):
                 raise InvalidInput(f"session {seed.session_id!r} has no messages to start from")
-            earlier = [m for m in (_decode(*r) for r in records) if m.role is not Role.SYSTEM]
+            earlier = [m for m in (decode(*r) for r in records) if m.role is not Role.SYSTEM]
             seed = _visible(earlier[-seed.last :])
         if seed:
             self._commit([dataclasses.replace(m, id=None, created_at=None) for m in seed])
@@ -574,7 +514,7 @@ class ChatMemory:
             "writer": {"$ne": self._chats.writer},
             "ts": {"$gte": log.seen_ts - LOOKBACK_MICROS},
         }
-        records = _query(self._chats.collection, where)
+        records = query(self._chats.collection, where)
         for _, meta, _ in records:
             if meta["kind"] == "mark":
                 self._take_marks(meta)
@@ -596,7 +536,7 @@ class ChatMemory:
             log.seen_ts = max(log.seen_ts, int(meta["ts"]))
             log.last_ts = max(log.last_ts, int(meta["ts"]))
             log.last_key = max(log.last_key, record_id)
-            message = _decode(record_id, meta, document)
+            message = decode(record_id, meta, document)
             if message.role is not Role.SYSTEM:
                 bisect.insort(log.tail, message, key=lambda m: m.id or "")
             elif log.system is None or record_id > (log.system.id or ""):
@@ -606,8 +546,8 @@ class ChatMemory:
             log.system = None
 
     def _read_range(self, after: str, before: str) -> list[Message]:
-        where = {"session": self.session_id, "kind": "message", "ts": {"$gte": _ts(after)}}
-        found = [_decode(*r) for r in _query(self._chats.collection, where)]
+        where = {"session": self.session_id, "kind": "message", "ts": {"$gte": key_ts(after)}}
+        found = [decode(*r) for r in query(self._chats.collection, where)]
         return [m for m in found if after < (m.id or "") < before and m.role is not Role.SYSTEM]
 
     def _write(self, messages: list[Message], marks: Mapping[str, str]) -> None:
@@ -616,7 +556,7 @@ class ChatMemory:
         base = {"session": self.session_id, "writer": chats.writer}
         ids = [m.id or "" for m in messages]
         documents = [m.content for m in messages]
-        metadatas = [{**base, **_encode(m, self.scope)} for m in messages]
+        metadatas = [{**base, **encode(m, self.scope)} for m in messages]
         moved = {name: max(log.marks[name], marks.get(name, "")) for name in log.marks}
         if moved != log.marks or messages:
             _, ts = chats.next_key(log.seen_ts)
@@ -629,7 +569,7 @@ class ChatMemory:
             metadatas.append(
                 {
                     **base,
-                    **_scope_fields(self.scope),
+                    **scope_fields(self.scope),
                     "kind": "mark",
                     "ts": ts,
                     **moved,
@@ -641,7 +581,7 @@ class ChatMemory:
         if not ids:
             return
         if messages and log.owner is None:
-            _claim(self._engine, self.session_id, self.scope, self._caller)
+            claim_session(self._engine, self.session_id, self.scope, self._caller)
         chats.collection.put(ids, documents, metadatas)
         log.marks = moved
         for record_id, meta in zip(ids, metadatas):
@@ -649,131 +589,6 @@ class ChatMemory:
             if meta["kind"] == "message":
                 log.last_ts = max(log.last_ts, meta["ts"])
                 log.last_key = max(log.last_key, record_id)
-
-
-def _owner_key(session_id: str) -> str:
-    return f"owner:{session_id}"
-
-
-def session_owner(engine: Engine, session_id: str) -> Scope | None:
-    """The scope that owns a session (None: nobody has written to it yet). A session written
-    before owners were recorded belongs to the user of its first message."""
-    chats = _chats(engine)
-    log = chats.log(session_id)
-    if log.owner is not None:
-        return log.owner
-    found = chats.collection.get([_owner_key(session_id)])
-    meta: Mapping[str, Any] | None = found[0].metadata if found else None
-    if meta is None:
-        first = _query(chats.collection, {"session": session_id, "kind": "message"})[:1]
-        meta = first[0][1] if first else None
-    if meta is None:
-        return None
-    owner = Scope(
-        user_id=meta["user_id"] or None,
-        agent_id=meta["agent_id"] or None,
-        project_id=meta["project_id"] or None,
-    )
-    log.owner = owner
-    return owner
-
-
-def check_session_owner(engine: Engine, session_id: str, caller: Scope | None, action: str) -> None:
-    """``NotOwner`` unless ``caller`` is the session's user (or absent: the application)."""
-    if caller is None:
-        return
-    owner = session_owner(engine, session_id)
-    if owner is not None and (owner.user_id or "") != (caller.user_id or ""):
-        raise NotOwner(f"chat session {session_id!r}", action)
-
-
-def _claim(engine: Engine, session_id: str, scope: Scope, caller: Scope | None) -> None:
-    """Record the session's owner on its first write; the first writer wins a race."""
-    chats = _chats(engine)
-    owner_meta = {
-        "session": session_id,
-        "kind": "owner",
-        "writer": chats.writer,
-        "ts": 0,
-        "user_id": scope.user_id or "",
-        "agent_id": scope.agent_id or "",
-        "project_id": scope.project_id or "",
-    }
-    if session_owner(engine, session_id) is None:
-        chats.collection.add([_owner_key(session_id)], [""], [owner_meta])
-    check_session_owner(engine, session_id, caller, "append to")
-
-
-def history(engine: Engine, session_id: str, *, scope: Scope | None = None) -> list[Message]:
-    """Every message of a session, evicted ones included, oldest first; with ``scope``, only
-    the session's owner may read it (``NotOwner``)."""
-    _check_session(session_id)
-    check_session_owner(engine, session_id, scope, "read")
-    where = {"session": session_id, "kind": "message"}
-    return [_decode(*r) for r in _query(_chats(engine).collection, where)]
-
-
-def erase_user_messages(engine: Engine, user_id: str) -> int:
-    """Delete every chat message written in ``user_id``'s scope; returns how many.
-
-    For ``Memento.erase_user``. The sessions' window marks written in that scope go too (they
-    name the user); the episodic archives are the user's memories and go with them.
-    """
-    chats = _chats(engine)
-    found = _query(chats.collection, {"user_id": user_id, "kind": "message"})
-    marks = _query(chats.collection, {"user_id": user_id, "kind": "mark"})
-    owned = _query(chats.collection, {"user_id": user_id, "kind": "owner"})
-    chats.collection.delete(ids=[record[0] for record in [*found, *marks, *owned]])
-    for session_id in {meta["session"] for _, meta, _ in [*found, *marks, *owned]}:
-        log = chats.sessions.get(session_id)
-        if log is not None:
-            with log.lock:  # forget what this process held; the next call reloads
-                log.loaded, log.tail, log.system, log.pending = False, [], None, None
-                log.marks, log.last_key = dict(_NO_MARKS), ""
-                log.owner = None
-    return len(found)
-
-
-def summarize_thread(
-    engine: Engine,
-    session_id: str,
-    *,
-    summarizer: Summarizer | None = None,
-    scope: Scope | None = None,
-) -> str:
-    """Archive the whole session into episodic memory (``archive_messages``); returns the id
-    of its summary.
-
-    Archiving an unchanged session again writes nothing and returns the same id (with the
-    default, deterministic summarizer). ``scope`` defaults to the scope the session's messages
-    were written with; a scope with a user may only archive a session all of whose messages
-    were written by that user (any other is answered as if it were empty, so a session id
-    leaks nothing).
-    """
-    return _archive_session(engine, session_id, summarizer or ExtractiveSummarizer(), scope)[0]
-
-
-def _archive_session(
-    engine: Engine, session_id: str, summarizer: Summarizer, scope: Scope | None
-) -> tuple[str, str]:
-    """``summarize_thread``, also returning the key of the last message archived."""
-    _check_session(session_id)
-    records = _query(_chats(engine).collection, {"session": session_id, "kind": "message"})
-    messages = [m for m in (_decode(*r) for r in records) if m.role is not Role.SYSTEM]
-    owner = scope.user_id if scope is not None else None
-    session = session_owner(engine, session_id)
-    if (
-        not messages
-        or (owner and any(meta["user_id"] != owner for _, meta, _ in records))
-        or (scope is not None and session is not None and session.user_id != scope.user_id)
-    ):
-        raise InvalidInput(f"session {session_id!r} has no messages to summarise")
-    if scope is None:
-        scope = session or _scope_of(records[-1][1])
-    summary = archive_messages(
-        engine, summarizer, messages, scope.with_session(session_id), reason="thread"
-    )
-    return summary, records[-1][0]
 
 
 def archive_idle_sessions(engine: Engine, *, now: datetime | None = None) -> list[str]:
@@ -785,22 +600,22 @@ def archive_idle_sessions(engine: Engine, *, now: datetime | None = None) -> lis
     (``archive_on_end=False``) are left alone.
     """
     moment = as_utc(now, "now") if now else utcnow()
-    chats = _chats(engine)
+    chats = chats_of(engine)
     sessions: dict[str, list[Mapping[str, Any]]] = {}
-    for _, meta, _ in _query(chats.collection, {"kind": "mark", "open": True}):
+    for _, meta, _ in query(chats.collection, {"kind": "mark", "open": True}):
         sessions.setdefault(str(meta["session"]), []).append(meta)
     written: list[str] = []
     for session_id, marks in sorted(sessions.items()):
         latest = max(marks, key=lambda meta: int(meta["ts"]))
         last = max(str(meta["last"]) for meta in marks)
         ttl = timedelta(seconds=float(latest["ttl"]))
-        idle = moment - (from_micros(_ts(last)) or moment)
+        idle = moment - (from_micros(key_ts(last)) or moment)
         if not latest["ttl"] or idle <= ttl:
             continue
         memory = ChatMemory(
             engine,
             session_id,
-            scope=_scope_of(latest),
+            scope=scope_of(latest),
             policy=WindowPolicy(max_messages=MAX_WINDOW, ttl=ttl),
         )
         log = memory._log
@@ -811,123 +626,10 @@ def archive_idle_sessions(engine: Engine, *, now: datetime | None = None) -> lis
             if log.last_key <= log.marks["snap"]:
                 # Settled: later passes need not look at this session's marks again.
                 where = {"session": session_id, "kind": "mark", "open": True}
-                still = _query(chats.collection, where)  # as now stored: the reset moved marks
+                still = query(chats.collection, where)  # as now stored: the reset moved marks
                 settled = [{**meta, "open": False} for _, meta, _ in still]
                 chats.collection.put([r[0] for r in still], [""] * len(still), settled)
     return written
-
-
-TURN_TAG = "chat-turn"
-"""The tag of a memory holding one archived chat turn (with any filler folded into it)."""
-
-
-def archive_messages(
-    engine: Engine, summarizer: Summarizer, messages: list[Message], scope: Scope, *, reason: str
-) -> str:
-    """Remember ``messages`` losslessly as episodic memories; returns the summary's id.
-
-    Each message with content becomes a memory of its own (tag ``chat-turn``), its text headed
-    by when it was said and who said it, ``created_at`` its time, in the session's timeline in
-    order; pure filler ("ok", "thanks", greetings) is folded into the turn before it rather than
-    stored alone. Then one summary memory (tag ``chat-archive`` or ``chat-overflow``) is linked
-    ``derived_from`` each of them, for browsing and injection. Ids are derived from content and
-    scope, so archiving the same messages again writes nothing new.
-    """
-    sid = scope.session_id
-    groups = _turn_groups(messages)
-    turns = [
-        MemoryDraft(
-            content=text,
-            scope=scope,
-            type=MemoryType.EPISODIC,
-            source="chat",
-            tags=[TURN_TAG],
-            created_at=group[0].created_at,
-            origin_trace={
-                "session_id": sid,
-                "reason": reason,
-                "messages": [m.id for m in group],
-            },
-        )
-        for group in groups
-        for text in _turn_texts(group)
-    ]
-    first, last = messages[0].created_at, messages[-1].created_at
-    start, end = f"{first:%Y-%m-%d %H:%M:%S}", f"{last:%Y-%m-%d %H:%M:%S}"
-    span = start if start == end else f"{start} to {end[11:] if end[:10] == start[:10] else end}"
-    count = f"{len(messages)} message{'s' if len(messages) > 1 else ''}"
-    summary = MemoryDraft(
-        content=f"Chat {sid}, {span} UTC, {count}:\n{summarizer.summarize(messages)}",
-        scope=scope,
-        type=MemoryType.EPISODIC,
-        title=_TITLES[reason].format(sid=sid),
-        source="chat",
-        tags=["chat-overflow" if reason == "overflow" else "chat-archive"],
-        created_at=last,
-        origin_trace={"session_id": sid, "reason": reason, "messages": [m.id for m in messages]},
-    )
-    # Two writes, turns first (the timeline's order): embedded together, every short turn
-    # would be padded to the summary's length, several times the encoding work.
-    turn_ids = _writing.remember_many(engine, turns)
-    summary_id = _writing.remember_many(engine, [summary])[0]
-    links = [
-        Link(summary_id, LinkType.DERIVED_FROM, turn_id)
-        for turn_id in dict.fromkeys(turn_ids)
-        if turn_id != summary_id
-    ]
-    with engine.store.lock:
-        engine.store.add_links(links)  # those stored already keep their time
-    return summary_id
-
-
-_TITLES = {
-    "thread": "Chat session {sid}",
-    "overflow": "Earlier in chat session {sid}",
-    "end": "End of chat session {sid}",
-}
-
-
-def _turn_groups(messages: Sequence[Message]) -> list[list[Message]]:
-    """Each message with content, with the filler said right after it (or, at the very start,
-    right before it); a stretch of nothing but filler stays one group, so nothing is lost."""
-    groups: list[list[Message]] = []
-    leading: list[Message] = []
-    for message in messages:
-        text = message_text(message)
-        if not text.strip():
-            continue  # an empty tool result says nothing
-        if is_filler(text):
-            (groups[-1] if groups else leading).append(message)
-            continue
-        groups.append([*leading, message])
-        leading = []
-    if leading:
-        groups.append(leading)
-    return groups
-
-
-def _turn_texts(group: Sequence[Message]) -> list[str]:
-    """The group as text, ``[when] speaker: text`` per message, in pieces a memory can hold."""
-    lines = []
-    for message in group:
-        speaker = message.name or message.role.value
-        lines.append(f"[{_when(message.created_at)}] {speaker}: {message_text(message)}")
-    text = "\n".join(lines)
-    if len(text) <= MAX_CONTENT_CHARS:
-        return [text]
-    return [text[n : n + MAX_CONTENT_CHARS] for n in range(0, len(text), MAX_CONTENT_CHARS)]
-
-
-def _when(moment: datetime | None) -> str:
-    """``8 May 2023, 13:56``: words a question about a date will share ("May", "2023")."""
-    if moment is None:
-        return "unknown time"
-    return f"{moment.day} {moment:%B %Y, %H:%M}"
-
-
-def _check_session(session_id: object) -> None:
-    if check_scope_value(session_id, "session_id") is None:
-        raise InvalidScope("a chat needs a session_id")
 
 
 def _visible(tail: Sequence[Message]) -> list[Message]:
@@ -960,53 +662,5 @@ def _start(tail: list[Message], evicted: list[Message], start: str) -> str:
     return f"{evicted[-1].id}~" if evicted else start
 
 
-def _ts(key: str) -> int:
-    return int(key[:17]) if key else 0
-
-
-def _since(log: _Log, mark: str) -> dict[str, int]:
-    return {"$gte": _ts(log.marks[mark])}
-
-
-def _encode(message: Message, scope: Scope) -> dict[str, Any]:
-    form = message.to_openai()
-    del form["content"]
-    return {
-        "kind": "message",
-        "ts": _ts(message.id or ""),
-        "at": to_micros(message.created_at),
-        "role": message.role.value,
-        **_scope_fields(scope),
-        "doc": json.dumps(form, ensure_ascii=False),
-    }
-
-
-def _decode(record_id: str, meta: Mapping[str, Any], document: str) -> Message:
-    message = Message.from_openai({**json.loads(meta["doc"]), "content": document})
-    said = from_micros(int(meta.get("at") or meta["ts"]))
-    return dataclasses.replace(message, id=record_id, created_at=said)
-
-
-def _scope_fields(scope: Scope) -> dict[str, str]:
-    return {
-        "user_id": scope.user_id or "",
-        "agent_id": scope.agent_id or "",
-        "project_id": scope.project_id or "",
-    }
-
-
-def _scope_of(meta: Mapping[str, Any]) -> Scope:
-    return Scope(
-        user_id=meta["user_id"] or None,
-        agent_id=meta["agent_id"] or None,
-        project_id=meta["project_id"] or None,
-    )
-
-
-def _query(
-    collection: SideRecords, where: Mapping[str, Any]
-) -> list[tuple[str, Mapping[str, Any], str]]:
-    """(id, metadata, document) of the records matching every clause, sorted by id (key)."""
-    clauses = [{name: value} for name, value in where.items()]
-    found = collection.find({"$and": clauses} if len(clauses) > 1 else clauses[0])
-    return [(r.id, r.metadata, r.document) for r in found]
+def _since(log: SessionLog, mark: str) -> dict[str, int]:
+    return {"$gte": key_ts(log.marks[mark])}

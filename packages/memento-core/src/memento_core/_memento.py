@@ -22,9 +22,10 @@ from memento_core import _transfer as transfer
 from memento_core import _worker as worker
 from memento_core import _writing as writing
 from memento_core import plugins
-from memento_core._chat import ChatMemory, FromSession, WindowPolicy, erase_user_messages
-from memento_core._chat import history as chat_history
-from memento_core._chat import summarize_thread as archive_thread
+from memento_core._chat import ChatMemory, FromSession, WindowPolicy
+from memento_core._chat_archive import summarize_thread as archive_thread
+from memento_core._chat_records import erase_user_messages
+from memento_core._chat_records import history as chat_history
 from memento_core._consolidation import SleepReport
 from memento_core._drafts import MemoryDraft
 from memento_core._engine import Engine, close_shared, open_shared
@@ -52,7 +53,7 @@ from memento_core._model import (
 )
 from memento_core._ownership import owned
 from memento_core._partitions import DEFAULT_BUDGET_MB, IndexStatus
-from memento_core._paths import default_store_path
+from memento_core._paths import default_store_path, store_exists
 from memento_core._policies import FOREVER, Retention, RetentionPolicy, ReviewPolicy
 from memento_core._ranking import RankingWeights, Recalled
 from memento_core._storage import (
@@ -68,7 +69,7 @@ from memento_core._twins import async_twin
 from memento_core._visibility import is_live, live_clause, visibility_clause
 from memento_core._worker import MaintenanceReport
 from memento_core.embedding import CachingEmbedder, Embedder, default_embedder
-from memento_core.errors import InvalidInput
+from memento_core.errors import InvalidInput, StoreNotFound
 from memento_core.hotwords import HotwordDetector, HotwordSet
 
 MAX_RECALL_LIMIT = retrieval.MAX_RECALL_LIMIT
@@ -130,7 +131,8 @@ class Memento:
         (``http://host:port``) selects a Chroma server started with ``chroma run``; then ``path``
         must be left out. ``embedder`` defaults to all-MiniLM-L6-v2 on ONNX Runtime.
         One process at a time writes to an embedded store; another gets ``StoreLocked`` unless
-        it opens ``read_only`` (writes then raise ``ReadOnlyStore``).
+        it opens ``read_only`` (writes then raise ``ReadOnlyStore``). A read-only open of a path
+        that holds no store raises ``StoreNotFound`` and creates nothing.
 
         Opening reads no memories: recall loads the candidate index in partitions (a user's
         memories, a project's team memories, the public ones) as viewers first need them, and
@@ -154,6 +156,13 @@ class Memento:
                 return ChromaStore.open_server(url, prefix=collection_prefix)
         else:
             location = path if path is not None else default_store_path()
+            if read_only and not store_exists(location):  # a reader creates nothing
+                where = Path(location).expanduser()
+                raise StoreNotFound(
+                    f"no Memento store at {where} to open read-only; open it for writing once "
+                    "to create it, or give the path of an existing store",
+                    path=str(where),
+                )
             key = (str(Path(location).expanduser().resolve()), collection_prefix)
 
             def connect() -> ChromaStore:
@@ -768,19 +777,3 @@ class Memento:
     async def aexport(self, fmt: str = "ndjson", *, user_id: str | None = None) -> list[str]:
         """The async twin of ``export``; returns the lines as a list."""
         return await asyncio.to_thread(lambda: list(self.export(fmt, user_id=user_id)))
-
-
-def memory_injection(
-    memento: Memento,
-    query: str,
-    *,
-    token_budget: int = 1200,
-    scope: Scope | None = None,
-    counter: TokenCounter | None = None,
-    limit: int = 10,
-    filter: RecallFilter | Mapping[str, Any] | None = None,
-) -> Injection:
-    """``memento.memory_injection(query, ...)`` as a function."""
-    return memento.memory_injection(
-        query, token_budget=token_budget, scope=scope, counter=counter, limit=limit, filter=filter
-    )

@@ -27,7 +27,7 @@ from memento_core._model import (
     check_claimable,
 )
 from memento_core._paths import default_store_path, store_exists
-from memento_core.errors import InvalidInput, MementoError, StoreUnavailable
+from memento_core.errors import InvalidInput, MementoError, StoreNotFound
 
 PROG = "memento-core"
 EXIT_USAGE = 2
@@ -70,9 +70,10 @@ def _open(args: argparse.Namespace) -> Memento:
         return Memento.open(url=args.url)
     path = Path(args.path).expanduser() if args.path else default_store_path()
     if args.command not in CREATING_COMMANDS and not store_exists(path):
-        raise StoreUnavailable(
+        raise StoreNotFound(
             f"no Memento store at {path} (`{PROG} remember` creates one; "
-            "--path or $MEMENTO_PATH choose another)"
+            "--path or $MEMENTO_PATH choose another)",
+            path=str(path),
         )
     read_only = args.read_only or args.command in READING_COMMANDS
     return Memento.open(path, read_only=read_only)

@@ -14,6 +14,7 @@ catches ``ValueError`` or ``KeyError`` keeps working::
     ├── NotOwner (PermissionError)
     ├── StoreError (RuntimeError)
     │   ├── NotAMementoStore
+    │   ├── StoreNotFound (FileNotFoundError)
     │   ├── EmbedderMismatch
     │   ├── StoreUnavailable
     │   ├── StoreLocked
@@ -90,6 +91,15 @@ class StoreError(MementoError, RuntimeError):
 
 class NotAMementoStore(StoreError):
     """The path or server holds data that is not a Memento store."""
+
+
+class StoreNotFound(StoreError, FileNotFoundError):
+    """No store at the path, and none may be created there (a read-only open); nothing was
+    created. ``path`` is where it was looked for."""
+
+    def __init__(self, message: str, *, path: str) -> None:
+        super().__init__(message)
+        self.path = path
 
 
 class EmbedderMismatch(StoreError):

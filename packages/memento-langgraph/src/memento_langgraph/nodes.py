@@ -36,7 +36,6 @@ from memento_core import (
     Memento,
     MemoryType,
     Scope,
-    memory_injection,
 )
 from memento_langgraph.messages import INJECTED_PREFIX, as_langchain
 from memento_langgraph.store import MementoStore
@@ -91,8 +90,8 @@ def recall_node(
         if query:
             mem = _resolve(memento)
             scope = scope_from_config(config, user_key=user_key)
-            found = memory_injection(
-                mem, query, token_budget=token_budget, scope=scope, limit=limit, filter=filter
+            found = mem.memory_injection(
+                query, token_budget=token_budget, scope=scope, limit=limit, filter=filter
             )
             if found.text:
                 injected = [

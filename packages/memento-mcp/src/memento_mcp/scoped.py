@@ -86,9 +86,7 @@ class ScopedMemento:
 
     def inject(self, query: str, *, token_budget: int) -> Injection:
         """The memories relevant to ``query``, packed into ``token_budget`` tokens."""
-        from memento_core import memory_injection
-
-        return memory_injection(self.mem, query, token_budget=token_budget, scope=self.scope)
+        return self.mem.memory_injection(query, token_budget=token_budget, scope=self.scope)
 
     def review_due(self, *, limit: int) -> list[MemoryItem]:
         """Due cards the scope may see, most overdue first (core returns at most 50)."""
