@@ -1,9 +1,8 @@
 """The benchmark summary: every script's results in one report, with the targets met or missed.
 
 It reads the JSON each benchmark script writes to ``benchmarks/results`` and renders
-``summary.md``, ``summary.json`` and ``recall_latency.png`` (recall latency against store size,
-from ``scale.json``). It measures one thing itself: the time of ``import memento_core`` in a
-fresh interpreter (median of ``--import-runs``).
+``summary.md`` and ``summary.json``, linking ``scale.png`` (drawn by ``scale.py``). It measures
+one thing itself: the time of ``import memento_core`` in a fresh interpreter (median of ``--import-runs``).
 
     .venv/bin/python benchmarks/summary.py --from-results      # render from existing results
     .venv/bin/python benchmarks/summary.py --run locomo scale  # run scripts first, then render
@@ -37,7 +36,6 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import RESULTS, load_result, write_report
 from _targets import (
-    RECALL_P95_TARGET_MS,
     Row,
     best_r5,
     engine_targets,
@@ -48,7 +46,8 @@ from _targets import (
 
 BENCHMARKS = Path(__file__).resolve().parent
 RUNS_FILE = "summary.runs.json"
-PLOT_FILE = "recall_latency.png"
+SCALE_PLOT = "scale.png"
+"""Drawn by ``scale.py``; the summary links it."""
 IMPORT_CODE = (
     "import time; started = time.perf_counter(); import memento_core; "
     "print(time.perf_counter() - started)"
@@ -207,92 +206,24 @@ def cell(value: float | None, digits: int = 1) -> str:
 
 
 def scale_curve(scale: dict[str, Any] | None) -> dict[str, Any]:
+    """Per mode and size: what a serving process measured (``scale.py``)."""
     if scale is None:
         return {}
     return {
         mode: {
             size: {
-                "p50_ms": step["recall_ms"]["p50"],
-                "p95_ms": step["recall_ms"]["p95"],
-                "write_seconds": step["write"]["seconds"],
-                "write_items": step["write"]["items"],
-                "write_items_per_s": step["write"]["items_per_s"],
+                "open_s": step["serve"]["open_s"],
+                "cold_p95_ms": step["serve"]["cold_user_ms"]["p95"],
+                "warm_p50_ms": step["serve"]["warm_ms"]["p50"],
+                "warm_p95_ms": step["serve"]["warm_ms"]["p95"],
+                "rss_mb": step["serve"]["rss_mb_active"],
+                "write_items_per_s": (step.get("write") or {}).get("items_per_s"),
             }
             for size, step in steps.items()
+            if step.get("serve")
         }
         for mode, steps in scale["modes"].items()
     }
-
-
-def recall_breakdown(scale: dict[str, Any] | None, mode: str = "embedded") -> dict[str, Any]:
-    steps = (scale or {}).get("modes", {}).get(mode, {})
-    if not steps:
-        return {}
-    size = list(steps)[-1]
-    return {
-        "memories": int(size),
-        "stages": steps[size]["stages"],
-        "chroma_query_ms": steps[size].get("chroma_query_ms", {}),
-    }
-
-
-def plot(scale: dict[str, Any], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    from matplotlib.ticker import NullLocator
-
-    figure, axes = plt.subplots(figsize=(7.5, 4.8), dpi=130)
-    styles = {"embedded": "tab:blue", "server": "tab:orange"}
-    for mode, steps in scale["modes"].items():
-        sizes = [int(s) for s in steps]
-        colour = styles.get(mode, "tab:green")
-        for key, line, label in (("p50", "-", "p50"), ("p95", "--", "p95")):
-            values = [step["recall_ms"][key] for step in steps.values()]
-            axes.plot(sizes, values, line, marker="o", color=colour, label=f"{mode} {label}")
-            for size, value in zip(sizes, values):
-                axes.annotate(
-                    f"{value:.0f}",
-                    (size, value),
-                    textcoords="offset points",
-                    xytext=(4, 4),
-                    fontsize=7,
-                    color=colour,
-                )
-    embedded = scale["modes"].get("embedded")
-    if embedded:
-        sizes = [int(s) for s in embedded]
-        axes.plot(
-            sizes,
-            [s["brute_force_numpy_ms"]["p95"] for s in embedded.values()],
-            ":",
-            marker=".",
-            color="grey",
-            label="brute-force numpy top-60 p95 (floor)",
-        )
-    axes.axhline(RECALL_P95_TARGET_MS, color="red", linewidth=1, label="target: p95 ≤ 50 ms")
-    embedding = scale["query_embedding_ms"]["p50"]
-    axes.axhline(
-        embedding,
-        color="purple",
-        linewidth=1,
-        linestyle="-.",
-        label=f"query embedding alone, p50 ({embedding} ms, not included)",
-    )
-    axes.set_xscale("log")
-    axes.set_yscale("log")
-    ticks = sorted({int(s) for steps in scale["modes"].values() for s in steps})
-    axes.set_xticks(ticks, [f"{t // 1000}k" if t % 1000 == 0 else str(t) for t in ticks])
-    axes.xaxis.set_minor_locator(NullLocator())
-    axes.set_xlabel("memories in the store")
-    axes.set_ylabel("Memento.recall latency, ms (query vector cached)")
-    axes.set_title(f"Recall latency against store size ({scale['queries']} queries, limit 10)")
-    axes.grid(True, which="both", alpha=0.3)
-    axes.legend(fontsize=7.5, loc="lower right")
-    figure.tight_layout()
-    figure.savefig(path)
-    plt.close(figure)
 
 
 def render_markdown(report: dict[str, Any]) -> str:
@@ -349,65 +280,25 @@ def render_markdown(report: dict[str, Any]) -> str:
     ]
     scale = report.get("scale")
     if scale:
-        modes = list(scale["curve"])
-        sizes = list(scale["curve"][modes[0]])
         lines += [
-            "## Recall latency against store size (`scale.py`)",
+            "## One process serving a large store (`scale.py`)",
             "",
-            f"`Memento.recall`, query vector cached (query embedding excluded: alone it takes "
-            f"p50 {scale['query_embedding_ms']['p50']} / p95 "
-            f"{scale['query_embedding_ms']['p95']} ms), {scale['queries']} LoCoMo questions "
-            f"from {scale['users']} users over a corpus of LoCoMo turn variants, default "
-            "`track_usage=True`. Write = `remember_many` of that step's new memories, vectors "
-            "precomputed.",
+            f"{scale['users']:,} users in {scale['projects']:,} projects; a fresh serving "
+            "process per size and mode; recall with the query vector known (query embedding "
+            "excluded). Details and the extrapolations in `scale.md`.",
             "",
-            "| memories | "
-            + " | ".join(f"{m} p50 / p95 ms" for m in modes)
-            + " | "
-            + " | ".join(f"{m} write s (items/s)" for m in modes)
-            + " |",
-            "|---:|" + "---:|" * (2 * len(modes)),
+            "| mode | memories | open s | cold user p95 ms | warm p50 / p95 ms | "
+            "RSS, 1,000 active users (MB) | write items/s (vectors given) |",
+            "|---|---:|---:|---:|---:|---:|---:|",
         ]
-        for size in sizes:
-            latency = [
-                f"{scale['curve'][m][size]['p50_ms']} / {scale['curve'][m][size]['p95_ms']}"
-                for m in modes
-                if size in scale["curve"][m]
-            ]
-            writes = [
-                f"{scale['curve'][m][size]['write_seconds']} "
-                f"({scale['curve'][m][size]['write_items_per_s']})"
-                for m in modes
-                if size in scale["curve"][m]
-            ]
-            lines.append(f"| {int(size):,} | " + " | ".join(latency + writes) + " |")
-        lines += ["", f"![recall latency against store size]({PLOT_FILE})", ""]
-        breakdown = scale.get("breakdown")
-        if breakdown:
-            stages = breakdown["stages"]
-            total = stages.get("total", {}).get("mean_ms", 0.0)
-            lines += [
-                f"Where an embedded recall's time goes at {breakdown['memories']:,} memories "
-                f"(mean {total} ms; each stage timed in place, details in `scale.md`):",
-                "",
-                "| stage | mean ms | share |",
-                "|---|---:|---:|",
-            ]
-            for stage, values in stages.items():
-                if stage != "total":
-                    lines.append(f"| {stage} | {values['mean_ms']} | {values['share']:.0%} |")
-            lines.append("")
-            probes = breakdown.get("chroma_query_ms") or {}
-            if probes:
-                lines += [
-                    "The Chroma query alone at that size, by `where` clause (p50 / p95 ms):",
-                    "",
-                    "| Chroma query, 60 results | p50 / p95 ms |",
-                    "|---|---:|",
-                ]
-                for probe, values in probes.items():
-                    lines.append(f"| {probe} | {values['p50']} / {values['p95']} |")
-                lines.append("")
+        for mode, sizes in scale["curve"].items():
+            for size, fig in sizes.items():
+                lines.append(
+                    f"| {mode} | {int(size):,} | {fig['open_s']} | {fig['cold_p95_ms']} | "
+                    f"{fig['warm_p50_ms']} / {fig['warm_p95_ms']} | {fig['rss_mb']} | "
+                    f"{cell(fig['write_items_per_s'])} |"
+                )
+        lines += ["", f"![serving a large store]({SCALE_PLOT})", ""]
     hot = report.get("hotwords")
     if hot:
         lines += [
@@ -445,9 +336,6 @@ def render_markdown(report: dict[str, Any]) -> str:
         f"{imports['runs']} fresh interpreters, samples {imports['import_samples_s']}; the "
         f"whole `python -c` process {imports['process_median_s']} s; load average "
         f"{imports['load_average']}).",
-        f"- Peak RSS, scale run (100k memories, MiniLM loaded): "
-        f"{cell(rss.get('scale_process'))} MB in the benchmark process, "
-        f"{cell(rss.get('scale_chroma_server'))} MB in the Chroma server.",
         f"- Peak RSS, LoCoMo run (`locomo.py` child of `make bench`): "
         f"{cell(rss.get('locomo'))} MB"
         + ("" if rss.get("locomo") is not None else " (measured by `make bench`: not run yet)")
@@ -580,7 +468,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     hotwords = hotword_figures(load_result(results, "hotwords"))
     gateway = gateway_figures(load_result(results, "gateway"))
     best, _, _ = best_r5(rows)
-    scale_rss = (scale or {}).get("peak_rss_mb", {})
     report: dict[str, Any] = {
         "rendered": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "command": " ".join(
@@ -594,8 +481,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         "best_r5": asdict(best) if best else None,
         "import": imports,
         "peak_rss_mb": {
-            "scale_process": scale_rss.get("scale_process"),
-            "scale_chroma_server": scale_rss.get("chroma_server"),
             "locomo": runs.get("locomo", {}).get("peak_rss_mb"),
             **{f"run_{name}": run["peak_rss_mb"] for name, run in runs.items()},
         },
@@ -606,14 +491,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     }
     if scale is not None:
         report["scale"] = {
-            "queries": scale["queries"],
             "users": scale["corpus"]["users"],
-            "query_embedding_ms": scale["query_embedding_ms"],
+            "projects": scale["corpus"]["projects"],
             "curve": scale_curve(scale),
-            "breakdown": recall_breakdown(scale),
-            "plot": PLOT_FILE,
+            "plot": SCALE_PLOT,
         }
-        plot(scale, results / PLOT_FILE)
     markdown = render_markdown(report)
     write_report(results, "summary", report, markdown)
     print(markdown)

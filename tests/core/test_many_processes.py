@@ -85,6 +85,9 @@ def test_four_processes_on_one_server_lose_nothing_and_see_every_write(
             argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
         )
 
+    # The store exists before the processes start, as a deployment's would (four processes
+    # creating the same collections at once is a different test, in tests/faults).
+    Memento.open(url=chroma_server, collection_prefix=prefix, embedder=HashEmbedder()).close()
     children = [child(n) for n in range(PROCESSES)]
     try:
         deadline = time.monotonic() + 300
