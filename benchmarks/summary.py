@@ -2,7 +2,8 @@
 
 It reads the JSON each benchmark script writes to ``benchmarks/results`` and renders
 ``summary.md`` and ``summary.json``, linking ``scale.png`` (drawn by ``scale.py``). It measures
-one thing itself: the time of ``import memento_core`` in a fresh interpreter (median of ``--import-runs``).
+one thing itself: the time of ``import memento_core`` in a fresh interpreter (median of
+``--import-runs``).
 
     .venv/bin/python benchmarks/summary.py --from-results      # render from existing results
     .venv/bin/python benchmarks/summary.py --run locomo scale  # run scripts first, then render
