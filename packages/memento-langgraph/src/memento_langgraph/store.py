@@ -16,10 +16,11 @@ Decisions a LangGraph user may notice:
   decide here: Memento does not index payload fields, and core's listing takes no tag filter.
 - Expired items are omitted from every read at once (``omit_expired`` is always on); core's
   ``purge`` (the maintenance worker) erases them later.
-- Ops in one ``batch`` run in order; consecutive puts are written (and embedded) together, the
-  last put of a key winning. Concurrent callers are grouped too (``_grouping``): puts waiting
-  while another thread writes are embedded and written in one call, and the queries of
-  searches waiting at once are embedded as one batch.
+- Ops in one ``batch`` run in order; consecutive puts are written together, the last put of a
+  key winning. Each caller first embeds its own puts' texts and queries, in its own thread
+  (callers embed in parallel: the model releases the GIL, and one text at a time costs the
+  least per text); then concurrent callers' puts are grouped (``_grouping``): puts waiting
+  while another thread writes are written in one call.
 """
 
 from __future__ import annotations
@@ -111,7 +112,6 @@ class MementoStore(BaseStore):
         self.index_config: IndexConfig = {"dims": memento.embedder.dimension, "fields": fields}
         self._fields = [(path, tokenize_path(path) if path != "$" else path) for path in fields]
         self._writes: Group[PutOp] = Group(self._apply_puts)
-        self._queries: Group[str] = Group(self._embed_queries)
         move_old_items(memento, self.mapping)  # once per store: items of the old mapping
 
     @classmethod
@@ -136,8 +136,16 @@ class MementoStore(BaseStore):
         ops = list(ops)
         for op in ops:
             _check_op(op)
-        queries = [op.query for op in ops if isinstance(op, SearchOp) and op.query]
-        self._queries.submit(queries)  # one embedding batch, shared with concurrent searches
+        # Embedded here, in parallel with other callers; the group's write and the recalls
+        # then find the vectors cached.
+        self._embed(
+            [
+                self._content(op.value, op.index)
+                for op in ops
+                if isinstance(op, PutOp) and isinstance(op.value, Mapping)
+            ]
+            + [op.query for op in ops if isinstance(op, SearchOp) and op.query]
+        )
         results: list[Result] = [None] * len(ops)
         puts: list[PutOp] = []
         for n, op in enumerate(ops):
@@ -177,11 +185,12 @@ class MementoStore(BaseStore):
         if drafts:
             self.memento.remember_many(drafts)
 
-    def _embed_queries(self, queries: list[str]) -> None:
-        """Embed search queries together ahead of recall, which then finds them cached."""
+    def _embed(self, texts: list[str]) -> None:
+        """Embed texts into the Memento store's cache ahead of the writes and recalls that
+        need them (which would otherwise embed them one caller at a time, inside the group)."""
         embedder = self.memento.embedder
-        if isinstance(embedder, CachingEmbedder):
-            embedder.embed_documents(list(dict.fromkeys(queries)))
+        if texts and isinstance(embedder, CachingEmbedder):
+            embedder.embed_documents(list(dict.fromkeys(texts)))
 
     def _draft(self, op: PutOp) -> MemoryDraft:
         if not isinstance(op.value, Mapping):  # checked in ``batch``; narrows the type
@@ -189,7 +198,7 @@ class MementoStore(BaseStore):
         text = self._index_text(op.value, op.index)
         return MemoryDraft(
             id=self.mapping.memory_id(op.namespace, op.key),
-            content=text or UNINDEXED,
+            content=UNINDEXED if text is None else text,
             type=self.memory_type,
             scope=self.mapping.scope(op.namespace),
             privacy="team",
@@ -199,6 +208,11 @@ class MementoStore(BaseStore):
             origin_trace=self.mapping.trace(op.namespace, op.key),
             retention=timedelta(minutes=op.ttl) if op.ttl is not None else FOREVER,
         )
+
+    def _content(self, value: Mapping[str, Any], index: Literal[False] | list[str] | None) -> str:
+        """The memory's content: the index text, or ``UNINDEXED``."""
+        text = self._index_text(value, index)
+        return UNINDEXED if text is None else text
 
     def _index_text(
         self, value: Mapping[str, Any], index: Literal[False] | list[str] | None
