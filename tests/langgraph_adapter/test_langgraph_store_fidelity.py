@@ -7,12 +7,13 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
 from langgraph.store.base import GetOp, IndexConfig, InvalidNamespaceError, Item, PutOp, SearchOp
 
-from memento_core import Memento, MemoryItem, Scope, plugins
+from memento_core import Embedder, Memento, MemoryItem, Scope, plugins
 from memento_core.plugins import hookimpl
 from memento_langgraph import MementoStore
 
@@ -125,6 +126,46 @@ def test_concurrent_callers_each_see_their_own_writes(store: MementoStore, fresh
     assert len(store.search((root,), limit=100)) == 40
 
 
+def test_concurrent_callers_embed_each_text_once_before_writing(
+    store: MementoStore, shared_mem: Memento, fresh: Fresh
+) -> None:
+    root = fresh("embed")
+    texts = [f"{root} thread {n} says hello" for n in range(6)]
+    queries = [f"{root} what did thread {n} say" for n in range(6)]
+    embedded = shared_mem.embedder.texts_embedded
+    start = threading.Barrier(6)
+
+    def worker(n: int) -> None:
+        start.wait()
+        store.batch(
+            [PutOp((root,), f"k{n}", {"text": texts[n]}), SearchOp((root,), query=queries[n])]
+        )
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    # Each text and each query reached the model once: the grouped write and the recalls
+    # found what their callers embedded.
+    assert shared_mem.embedder.texts_embedded - embedded == 12
+    assert sorted(h.key for h in store.search((root,), limit=10)) == [f"k{n}" for n in range(6)]
+
+
+def test_a_value_that_cannot_be_embedded_fails_its_own_put_only(
+    shared_mem: Memento, fresh: Fresh
+) -> None:
+    store = MementoStore(shared_mem)  # the whole value is embedded: it must be JSON
+    root = fresh("bad")
+    with pytest.raises(TypeError, match="JSON serializable"):
+        store.batch(
+            [PutOp((root,), "good", {"text": "fine"}), PutOp((root,), "bad", {"x": object()})]
+        )
+    assert store.search((root,)) == []  # nothing of that batch was stored
+    store.put((root,), "good", {"text": "fine"})
+    assert [h.key for h in store.search((root,))] == ["good"]
+
+
 def _put_while_the_first_write_is_slow(
     store: MementoStore, root: str, values: dict[int, Any]
 ) -> tuple[list[int], dict[int, str]]:
@@ -164,6 +205,38 @@ def _put_while_the_first_write_is_slow(
     finally:
         plugins.manager().unregister(name="slow-observer")
     return writes, outcomes
+
+
+class ThreadNoting:
+    """The test embedder, noting which thread embedded each text."""
+
+    def __init__(self, inner: Embedder) -> None:
+        self.inner = inner
+        self.threads: dict[int, list[str]] = {}
+        self.name, self.dimension = inner.name, inner.dimension
+
+    def embed_documents(self, texts: Sequence[str]) -> Any:
+        self.threads.setdefault(threading.get_ident(), []).extend(texts)
+        return self.inner.embed_documents(texts)
+
+    def embed_query(self, text: str) -> Any:
+        return self.embed_documents([text])[0]
+
+
+def test_each_caller_embeds_its_own_put_while_another_writes(
+    tmp_path: Path, embedder: Embedder, fresh: Fresh
+) -> None:
+    noting = ThreadNoting(embedder)
+    with Memento.open(tmp_path, embedder=noting) as mem:
+        store = MementoStore(mem, index={"fields": ["text"]})
+        root = fresh("embedding")
+        values: dict[int, Any] = {n: {"text": f"parallel note {n}"} for n in range(6)}
+        writes, outcomes = _put_while_the_first_write_is_slow(store, root, values)
+    assert set(outcomes.values()) == {"stored"} and len(writes) < 6  # they were grouped...
+    put_texts = {v["text"] for v in values.values()}
+    by_thread = [set(texts) & put_texts for texts in noting.threads.values()]
+    # ...but not embedded by the group's leader: each caller embedded its own text.
+    assert sorted(len(texts) for texts in by_thread if texts) == [1] * 6
 
 
 def test_puts_waiting_together_are_written_in_one_call(store: MementoStore, fresh: Fresh) -> None:

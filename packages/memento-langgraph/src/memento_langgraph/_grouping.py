@@ -1,8 +1,8 @@
 """Group commit: work handed in by concurrent callers is done together, in one call.
 
-A LangGraph app's nodes put and search from many threads at once. Each put costs an embedding
-and a Chroma write under the store's lock, and each query an embedding; done one by one, the
-callers queue behind each other. ``Group`` lets the first caller do everything that is waiting
+A LangGraph app's nodes put and search from many threads at once. Each put costs a Chroma write
+(and a change-feed entry) under the store's lock; done one by one, the callers queue behind each
+other. ``Group`` lets the first caller do everything that is waiting
 (its own work and whatever other threads handed in meanwhile) in one call, while the others
 wait; when that call ends, the next waiting caller takes whatever arrived during it. A caller
 returns once its own work is done, and sees its own error only.

@@ -136,16 +136,7 @@ class MementoStore(BaseStore):
         ops = list(ops)
         for op in ops:
             _check_op(op)
-        # Embedded here, in parallel with other callers; the group's write and the recalls
-        # then find the vectors cached.
-        self._embed(
-            [
-                self._content(op.value, op.index)
-                for op in ops
-                if isinstance(op, PutOp) and isinstance(op.value, Mapping)
-            ]
-            + [op.query for op in ops if isinstance(op, SearchOp) and op.query]
-        )
+        self._embed_ahead(ops)
         results: list[Result] = [None] * len(ops)
         puts: list[PutOp] = []
         for n, op in enumerate(ops):
@@ -185,12 +176,25 @@ class MementoStore(BaseStore):
         if drafts:
             self.memento.remember_many(drafts)
 
-    def _embed(self, texts: list[str]) -> None:
-        """Embed texts into the Memento store's cache ahead of the writes and recalls that
-        need them (which would otherwise embed them one caller at a time, inside the group)."""
+    def _embed_ahead(self, ops: Sequence[Op]) -> None:
+        """Embed the texts of these puts and queries into the Memento store's cache, in the
+        caller's thread: callers embed in parallel (the model releases the GIL), and the
+        grouped write and the recalls find the vectors cached instead of embedding inside the
+        group, one group at a time."""
         embedder = self.memento.embedder
-        if texts and isinstance(embedder, CachingEmbedder):
-            embedder.embed_documents(list(dict.fromkeys(texts)))
+        if not isinstance(embedder, CachingEmbedder):
+            return
+        # A value or query that cannot be embedded is left to its op, which then raises its
+        # own error in order; nothing is stored here.
+        with contextlib.suppress(Exception):
+            texts = [
+                self._content(op.value, op.index)
+                for op in ops
+                if isinstance(op, PutOp) and isinstance(op.value, Mapping)
+            ]
+            texts += [op.query for op in ops if isinstance(op, SearchOp) and op.query]
+            if texts:
+                embedder.embed_documents(list(dict.fromkeys(texts)))
 
     def _draft(self, op: PutOp) -> MemoryDraft:
         if not isinstance(op.value, Mapping):  # checked in ``batch``; narrows the type
@@ -198,7 +202,7 @@ class MementoStore(BaseStore):
         text = self._index_text(op.value, op.index)
         return MemoryDraft(
             id=self.mapping.memory_id(op.namespace, op.key),
-            content=UNINDEXED if text is None else text,
+            content=text or UNINDEXED,
             type=self.memory_type,
             scope=self.mapping.scope(op.namespace),
             privacy="team",
