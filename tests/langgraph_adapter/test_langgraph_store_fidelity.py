@@ -16,6 +16,7 @@ from langgraph.store.base import GetOp, IndexConfig, InvalidNamespaceError, Item
 from memento_core import Embedder, Memento, MemoryItem, Scope, plugins
 from memento_core.plugins import hookimpl
 from memento_langgraph import MementoStore
+from memento_langgraph._grouping import Group
 
 Fresh = Callable[[str], str]
 
@@ -287,3 +288,45 @@ def test_search_scores_are_memento_scores_best_first(
     assert [h.score for h in hits] == pytest.approx([r.score for r in recalled], abs=0.05)
     assert hits[0].score is not None and hits[1].score is not None
     assert hits[0].score > hits[1].score
+
+
+def _two_callers_preparing(
+    group: Group[str], calls: list[list[str]], *, second_submits: bool
+) -> None:
+    """Callers "a" and "b" both announce their work; "a" submits, and once its call is about to
+    start (its work is queued), "b" submits or leaves."""
+    both_coming = threading.Barrier(2)
+
+    def caller(name: str, submits: bool) -> None:
+        with group.coming():
+            both_coming.wait()
+            if name == "b":
+                while not group._waiting and not calls:  # "a" has submitted (or is done)
+                    time.sleep(0.001)
+            if submits:
+                group.submit([name])
+
+    threads = [
+        threading.Thread(target=caller, args=("a", True)),
+        threading.Thread(target=caller, args=("b", second_submits)),
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+
+@pytest.mark.timeout(60)
+def test_a_grouped_call_waits_for_callers_still_preparing_their_work() -> None:
+    calls: list[list[str]] = []
+    # A long linger: "a" waits for "b", however slow.
+    _two_callers_preparing(Group(calls.append, linger=600), calls, second_submits=True)
+    assert calls == [["a", "b"]]
+
+
+@pytest.mark.timeout(60)
+def test_a_caller_leaving_without_work_does_not_hold_the_call_back() -> None:
+    calls: list[list[str]] = []
+    # Were the call held for the whole linger, the test would time out (after 60 s).
+    _two_callers_preparing(Group(calls.append, linger=600), calls, second_submits=False)
+    assert calls == [["a"]]

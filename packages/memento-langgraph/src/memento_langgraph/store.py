@@ -74,6 +74,8 @@ from memento_langgraph.namespaces import (
 
 __all__ = ["UNINDEXED", "MementoStore"]
 
+WRITE_LINGER = 0.05
+"""Seconds a grouped write waits for callers still embedding their puts (see ``_grouping``)."""
 UNINDEXED = "∅"
 """The content of an item stored with ``index=False``: one symbol that has no keywords, so it
 costs one cached embedding for all such items and never matches a keyword search."""
@@ -111,7 +113,7 @@ class MementoStore(BaseStore):
         fields = _index_fields(index, memento.embedder.dimension)
         self.index_config: IndexConfig = {"dims": memento.embedder.dimension, "fields": fields}
         self._fields = [(path, tokenize_path(path) if path != "$" else path) for path in fields]
-        self._writes: Group[PutOp] = Group(self._apply_puts)
+        self._writes: Group[PutOp] = Group(self._apply_puts, linger=WRITE_LINGER)
         move_old_items(memento, self.mapping)  # once per store: items of the old mapping
 
     @classmethod
@@ -136,7 +138,12 @@ class MementoStore(BaseStore):
         ops = list(ops)
         for op in ops:
             _check_op(op)
-        self._embed_ahead(ops)
+        writes = any(isinstance(op, PutOp) for op in ops)
+        with self._writes.coming() if writes else contextlib.nullcontext():
+            self._embed_ahead(ops)
+            return self._run(ops)
+
+    def _run(self, ops: list[Op]) -> list[Result]:
         results: list[Result] = [None] * len(ops)
         puts: list[PutOp] = []
         for n, op in enumerate(ops):
