@@ -55,16 +55,20 @@ class Group(Generic[T]):
         """Around a caller's preparation and submission: until it submits (or leaves), a call
         about to start waits for it, at most ``linger`` seconds."""
         with self._changed:
-            self._coming += 1
-            self._mine.coming = True
+            counted = not getattr(self._mine, "coming", False)  # once per thread, if nested
+            if counted:
+                self._coming += 1
+                self._mine.coming = True
         try:
             yield
         finally:
-            with self._changed:
-                self._arrived()
-                self._changed.notify_all()
+            if counted:
+                with self._changed:
+                    self._arrived()
+                    self._changed.notify_all()
 
     def _arrived(self) -> None:
+        """This thread's work is in (or it left): ``_coming`` counts the threads flagged."""
         if getattr(self._mine, "coming", False):
             self._mine.coming = False
             self._coming -= 1

@@ -20,7 +20,8 @@ Decisions a LangGraph user may notice:
   key winning. Each caller first embeds its own puts' texts and queries, in its own thread
   (callers embed in parallel: the model releases the GIL, and one text at a time costs the
   least per text); then concurrent callers' puts are grouped (``_grouping``): puts waiting
-  while another thread writes are written in one call.
+  while another thread writes are written in one call, and a write about to start waits up to
+  ``WRITE_LINGER`` for callers still embedding theirs.
 """
 
 from __future__ import annotations
