@@ -14,15 +14,21 @@ store; ops per second over the whole run and each call's latency (p50/p95) per k
 MementoStore: ≥ 200 ops/s.
 
 MementoStore runs twice: on a Memento as opened by default (``track_usage=True``: every search
-counts a use of each result, a write) and on one opened with ``track_usage=False``. Latency is
+notes an access of each result, written in the background) and on one opened with
+``track_usage=False``. Latency is
 each ``search`` call, query embedding included, timed on the same questions; the stores' calls
-alternate question by question so machine load falls on all alike. Torch runs one intra-op
-thread (``--torch-threads``): InMemoryStore embeds queries in a fresh worker thread and Memento
-in the calling one, and on a busy machine a two-thread OpenMP team in the calling thread
-spin-waits for a core (a 13 ms embedding took 500 ms), which would measure the machine, not
-the stores.
+alternate question by question so machine load falls on all alike.
+
+``--embedder`` picks the model both stores embed with (one instance): all-MiniLM-L6-v2 on ONNX
+Runtime, fp32 (the default, and Memento's own default: the sentence-transformers vectors), its
+int8 export, or sentence-transformers on torch. ``--embed-threads`` sets the model's intra-op
+threads (default 1): InMemoryStore embeds queries in a fresh worker thread and Memento in the
+calling one, and on a busy machine a two-thread team in the calling thread spin-waits for a
+core (a 13 ms embedding took 500 ms), which would measure the machine, not the stores. A run
+with another embedder than the default writes ``langgraph_store_<embedder>.json`` / ``.md``.
 
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/langgraph_store.py [--conversations N] [--quick]
+        [--embedder onnx|onnx-int8|torch] [--ops N] [--threads N] [--skip-recall]
 
 ``--quick`` runs one conversation and 600 ops (a smoke test, not a result to quote).
 
@@ -59,7 +65,7 @@ from locomo import (  # this directory's LoCoMo loader and scoring (run as a scr
 )
 from rich.console import Console
 
-from memento_core import Memento
+from memento_core import Embedder, Memento, OnnxEmbedder
 from memento_core.embedding import CachingEmbedder, SentenceTransformerEmbedder, text_hash
 from memento_langgraph import MementoStore
 
@@ -71,12 +77,25 @@ IN_MEMORY = "InMemoryStore(index=…) (cosine)"
 THROUGHPUT_TARGET = 200.0
 KEY_SPACE = 2_000
 """Keys a throughput run puts to and gets from: re-puts replace, some gets miss."""
+EMBEDDERS = ("onnx", "onnx-int8", "torch")
+"""all-MiniLM-L6-v2 three ways (``--embedder``); ``onnx`` (fp32) is Memento's default."""
+
+
+def make_embedder(choice: str, threads: int) -> Embedder:
+    """The model both stores embed with, on ``threads`` intra-op threads."""
+    if choice == "torch":
+        import torch
+
+        torch.set_num_threads(threads)
+        return SentenceTransformerEmbedder(batch_size=BATCH_SIZE)
+    model = "all-MiniLM-L6-v2-int8" if choice == "onnx-int8" else "all-MiniLM-L6-v2"
+    return OnnxEmbedder(model, batch_size=BATCH_SIZE, threads=threads)
 
 
 class MiniLMEmbeddings(Embeddings):
     """LangChain ``Embeddings`` over the very model instance Memento uses."""
 
-    def __init__(self, model: SentenceTransformerEmbedder) -> None:
+    def __init__(self, model: Embedder) -> None:
         self.model = model
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
@@ -97,7 +116,7 @@ def put_all(store: BaseStore, namespace: tuple[str, ...], conversation: Conversa
 
 def run_conversation(
     conversation: Conversation,
-    model: SentenceTransformerEmbedder,
+    model: Embedder,
     scores: dict[str, Scores],
     latency: dict[str, list[float]],
     writes: dict[str, list[float]],
@@ -193,7 +212,7 @@ def mixed_ops(
 
 def run_throughput(
     conversations: Sequence[Conversation],
-    model: SentenceTransformerEmbedder,
+    model: Embedder,
     ops: int,
     threads: int,
 ) -> dict[str, Any]:
@@ -231,6 +250,12 @@ def verdict(
     }
 
 
+def describe(embedder: dict[str, Any]) -> str:
+    """How a report names the embedder it ran: ``onnx, 1 intra-op thread``."""
+    threads = embedder["threads"]
+    return f"{embedder['choice']}, {threads} intra-op thread{'s' if threads != 1 else ''}"
+
+
 def render_markdown(report: dict[str, Any]) -> str:
     categories = list(CATEGORIES.values())
     head = ["store", "R@1", "R@5", "R@10", *(f"{c} R@5 / R@10" for c in categories)]
@@ -240,8 +265,9 @@ def render_markdown(report: dict[str, Any]) -> str:
         f"Questions scored: **{report['questions_scored']:,}** (categories 1–4 with evidence, "
         f"{report['conversations']} conversations, {report['turns']:,} turns). Protocol: "
         "`../shared/bench/README.md`, except that items are dated when written (a store item "
-        "has no caller-set creation time). Same all-MiniLM-L6-v2 instance for both stores; "
-        "index field `text`; `search(namespace, query=question, limit=10)`.",
+        "has no caller-set creation time). Same all-MiniLM-L6-v2 instance for both stores "
+        f"({describe(report['embedder'])}); index field `text`; "
+        "`search(namespace, query=question, limit=10)`.",
         "",
         "| " + " | ".join(head) + " |",
         "|" + "---|" * len(head),
@@ -283,7 +309,8 @@ def render_markdown(report: dict[str, Any]) -> str:
             "store, empty at the start; latency is each call's, in ms."
             + (
                 f" Measured by `{report['throughput_run']['command']}` at "
-                f"{report['throughput_run']['started']} (load average "
+                f"{report['throughput_run']['started']} with "
+                f"{describe(report['throughput_run']['embedder'])} (load average "
                 f"{report['throughput_run']['load_average_at_start']}); the recall figures above "
                 "come from the full run."
                 if "throughput_run" in report
@@ -319,8 +346,9 @@ def render_markdown(report: dict[str, Any]) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = arguments(__doc__, locomo=True)
     parser.add_argument("--conversations", type=int, default=None, help="run only the first N")
+    parser.add_argument("--embedder", choices=EMBEDDERS, default="onnx")
     parser.add_argument(
-        "--torch-threads", type=int, default=1, help="torch intra-op threads (see the docstring)"
+        "--embed-threads", type=int, default=1, help="the model's intra-op threads (docstring)"
     )
     parser.add_argument("--ops", type=int, default=6_000, help="mixed ops in the throughput run")
     parser.add_argument("--threads", type=int, default=10, help="threads in the throughput run")
@@ -333,15 +361,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.quick:
         args.conversations, args.ops = 1, 600
-    import torch
-
-    torch.set_num_threads(args.torch_threads)
     console = Console(stderr=True)
     if locomo_missing(args.data):
         return 2
 
     conversations = load_conversations(args.data)[: args.conversations]
-    model = SentenceTransformerEmbedder(batch_size=BATCH_SIZE)
+    model = make_embedder(args.embedder, args.embed_threads)
     model.embed_documents(["warm-up: load the model before anything is timed"])
     scores = {name: Scores() for name in (MEMENTO, MEMENTO_NO_USAGE, IN_MEMORY)}
     latency: dict[str, list[float]] = {MEMENTO: [], MEMENTO_NO_USAGE: [], IN_MEMORY: []}
@@ -393,24 +418,33 @@ def main(argv: Sequence[str] | None = None) -> int:
         },
         "verdicts": verdicts,
         "throughput": throughput,
-        "torch_threads": args.torch_threads,
+        "embedder": {
+            "choice": args.embedder,
+            "name": model.name,
+            "threads": args.embed_threads,
+        },
         "load_average_at_start": [round(x, 2) for x in load],
         "machine": machine(),
     }
     args.out.mkdir(parents=True, exist_ok=True)
-    previous = args.out / "langgraph_store.json"
+    stem = "langgraph_store" + (
+        "" if args.embedder == "onnx" else f"_{args.embedder.replace('-', '_')}"
+    )
+    previous = args.out / f"{stem}.json"
     if args.skip_recall and previous.is_file():
         # Throughput only: keep the recall figures of the last full run, say where each is from.
         kept = json.loads(previous.read_text(encoding="utf-8"))
         kept["throughput"] = throughput
+        # Reports from before --embedder ran torch on --torch-threads.
+        kept.setdefault("embedder", {"choice": "torch", "threads": kept.get("torch_threads", 1)})
         kept["throughput_run"] = {
             key: report[key]
-            for key in ("command", "started", "wall_seconds", "load_average_at_start")
+            for key in ("command", "started", "wall_seconds", "load_average_at_start", "embedder")
         }
         report = kept
     previous.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     markdown = render_markdown(report)
-    (args.out / "langgraph_store.md").write_text(markdown, encoding="utf-8")
+    (args.out / f"{stem}.md").write_text(markdown, encoding="utf-8")
     console.print(markdown)
     return 0
 

@@ -579,3 +579,43 @@ def test_filters_hold_for_keyword_hits_and_vector_hits_alike(mem: Memento) -> No
         "zebra", scope=Scope(user_id="ann"), limit=200, filter={"include_deleted": True}
     )
     assert deleted <= {r.item.id for r in with_deleted}
+
+
+def test_keyword_stems_are_right_when_threads_tokenise_at_once() -> None:
+    import random
+    import threading
+
+    import snowballstemmer
+
+    from memento_core._candidate_index import tokenize
+
+    rng = random.Random(7)
+    suffixes = ["ational", "izations", "fulness", "ingly", "ements", "ousness", "iveness"]
+    words = [
+        [
+            "".join(rng.choice("bcdfghklmnprstvz") + rng.choice("aeiou") for _ in range(4))
+            + rng.choice(suffixes)
+            for _ in range(2_000)
+        ]
+        for _ in range(8)
+    ]
+    reference = snowballstemmer.stemmer("english")
+    expected = [[reference.stemWord(w) for w in mine] for mine in words]
+    found: dict[int, list[str]] = {}
+    errors: list[BaseException] = []
+    start = threading.Barrier(len(words))
+
+    def worker(n: int) -> None:
+        start.wait()
+        try:
+            found[n] = [token for word in words[n] for token in tokenize(word)]
+        except BaseException as err:  # reported below
+            errors.append(err)
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(len(words))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert [found[n] for n in range(len(words))] == expected

@@ -7,13 +7,16 @@ import threading
 import time
 from collections.abc import Sequence
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from uuid import uuid4
 
 import pytest
 
 from memento_core import Embedder, Memento, MemoryItem, Scope
 from memento_core._usage import UsageRecorder
+
+if TYPE_CHECKING:
+    from conftest import StoreFactory
 
 ANN = Scope(user_id="ann", project_id="apollo")
 USAGE_ONLY = {"relevance": 0.0, "recency": 0.0, "importance": 0.0, "usage": 1.0, "context": 0.0}
@@ -30,7 +33,7 @@ def test_an_injected_memory_counts_as_used_in_the_next_recall_before_it_is_writt
     counts = {r.item.id: r.item.access_count for r in again}
     assert counts == {used: 1, other: 0}  # only what went into the prompt was used
     assert again[0].item.id == used and again[0].reason.usage > 0.0
-    assert mem.get(used).access_count == 1  # get writes the noted uses first
+    assert mem.get(used).access_count == 1  # get counts the noted uses in
     assert mem.get(other).last_accessed_at is not None  # recalled (by the injection): accessed
 
 
@@ -53,6 +56,28 @@ def test_feedback_and_review_count_as_uses(mem: Memento) -> None:
     mem.review(memory_id, 4)
     [found] = mem.recall("invoices", scope=ANN, limit=1, weights=USAGE_ONLY)
     assert found.reason.usage > 0.0
+
+
+def test_noted_uses_show_in_get_and_survive_close_and_reopen(
+    store_factory: StoreFactory,
+) -> None:
+    with store_factory.open() as mem:
+        used = mem.remember("The spare key is under the blue pot", scope=ANN)
+        mem.memory_injection("where is the spare key", scope=ANN, limit=1)
+        mem.memory_injection("spare key", scope=ANN, limit=1)
+        # Counted in by every get, and counted once: a get is a read, not another use.
+        assert [mem.get(used).access_count for _ in range(3)] == [2, 2, 2]
+    with store_factory.open() as reopened:  # close wrote what was noted
+        assert reopened.get(used).access_count == 2
+
+
+def test_a_review_after_noted_uses_adds_to_them(store_factory: StoreFactory) -> None:
+    with store_factory.open() as mem:
+        memory_id = mem.remember("Payroll runs on the 25th", scope=ANN)
+        mem.memory_injection("when does payroll run", scope=ANN, limit=1)
+        assert mem.review(memory_id, 4).access_count == 2
+    with store_factory.open() as reopened:
+        assert reopened.get(memory_id).access_count == 2  # the review's write kept the use
 
 
 @pytest.mark.server
@@ -145,4 +170,53 @@ def test_uses_whose_write_failed_are_written_by_the_next_flush() -> None:
     note(usage, "a")
     assert usage.flush() == 1
     assert write.calls == [{"a": {"access_count": 2}}]  # both uses, none lost
+    usage.close()
+
+
+def stored(memory_id: str, access_count: int = 0) -> list[MemoryItem]:
+    return [MemoryItem(id=memory_id, content=memory_id, access_count=access_count)]
+
+
+def test_reads_count_noted_uses_in_without_writing_them() -> None:
+    write = Recorded()
+    usage = recorder(write, idle=60.0, max_delay=60.0)
+    note(usage, "a")
+    note(usage, "a")
+    for _ in range(5):
+        [read] = usage.read_fresh(lambda: stored("a", access_count=3))
+        assert read.access_count == 5
+    assert write.calls == []  # reads wrote nothing
+    usage.close()
+    assert write.calls == [{"a": {"access_count": 2}}]  # close did, once
+
+
+def test_a_read_during_a_usage_write_counts_its_uses_once() -> None:
+    started, release = threading.Event(), threading.Event()
+    calls: list[dict[str, Any]] = []
+
+    def slow_write(ids: Sequence[str], fields: Sequence[dict[str, Any]]) -> None:
+        started.set()
+        release.wait(10)
+        calls.append(dict(zip(ids, fields)))
+
+    usage = UsageRecorder(
+        slow_write,  # a store write that lasts until the test lets it end
+        lambda item, moment, uses: {"access_count": item.access_count + uses},
+        idle=60.0,
+        max_delay=60.0,
+    )
+    note(usage, "a")
+    flushing = threading.Thread(target=usage.flush)
+    flushing.start()
+    try:
+        assert started.wait(10)
+        note(usage, "a")  # noted while the first use is being written
+        # Whether the record was read before the write landed (0) or after it (1): 2 uses.
+        assert usage.read_fresh(lambda: stored("a", 0))[0].access_count == 2
+        assert usage.read_fresh(lambda: stored("a", 1))[0].access_count == 2
+    finally:
+        release.set()
+        flushing.join()
+    assert calls == [{"a": {"access_count": 1}}]
+    assert usage.read_fresh(lambda: stored("a", 1))[0].access_count == 2
     usage.close()

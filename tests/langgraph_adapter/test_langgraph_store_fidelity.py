@@ -7,14 +7,16 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
 from langgraph.store.base import GetOp, IndexConfig, InvalidNamespaceError, Item, PutOp, SearchOp
 
-from memento_core import Memento, MemoryItem, Scope, plugins
+from memento_core import Embedder, Memento, MemoryItem, Scope, plugins
 from memento_core.plugins import hookimpl
 from memento_langgraph import MementoStore
+from memento_langgraph._grouping import Group
 
 Fresh = Callable[[str], str]
 
@@ -125,6 +127,46 @@ def test_concurrent_callers_each_see_their_own_writes(store: MementoStore, fresh
     assert len(store.search((root,), limit=100)) == 40
 
 
+def test_concurrent_callers_embed_each_text_once_before_writing(
+    store: MementoStore, shared_mem: Memento, fresh: Fresh
+) -> None:
+    root = fresh("embed")
+    texts = [f"{root} thread {n} says hello" for n in range(6)]
+    queries = [f"{root} what did thread {n} say" for n in range(6)]
+    embedded = shared_mem.embedder.texts_embedded
+    start = threading.Barrier(6)
+
+    def worker(n: int) -> None:
+        start.wait()
+        store.batch(
+            [PutOp((root,), f"k{n}", {"text": texts[n]}), SearchOp((root,), query=queries[n])]
+        )
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    # Each text and each query reached the model once: the grouped write and the recalls
+    # found what their callers embedded.
+    assert shared_mem.embedder.texts_embedded - embedded == 12
+    assert sorted(h.key for h in store.search((root,), limit=10)) == [f"k{n}" for n in range(6)]
+
+
+def test_a_value_that_cannot_be_embedded_fails_its_own_put_only(
+    shared_mem: Memento, fresh: Fresh
+) -> None:
+    store = MementoStore(shared_mem)  # the whole value is embedded: it must be JSON
+    root = fresh("bad")
+    with pytest.raises(TypeError, match="JSON serializable"):
+        store.batch(
+            [PutOp((root,), "good", {"text": "fine"}), PutOp((root,), "bad", {"x": object()})]
+        )
+    assert store.search((root,)) == []  # nothing of that batch was stored
+    store.put((root,), "good", {"text": "fine"})
+    assert [h.key for h in store.search((root,))] == ["good"]
+
+
 def _put_while_the_first_write_is_slow(
     store: MementoStore, root: str, values: dict[int, Any]
 ) -> tuple[list[int], dict[int, str]]:
@@ -164,6 +206,38 @@ def _put_while_the_first_write_is_slow(
     finally:
         plugins.manager().unregister(name="slow-observer")
     return writes, outcomes
+
+
+class ThreadNoting:
+    """The test embedder, noting which thread embedded each text."""
+
+    def __init__(self, inner: Embedder) -> None:
+        self.inner = inner
+        self.threads: dict[int, list[str]] = {}
+        self.name, self.dimension = inner.name, inner.dimension
+
+    def embed_documents(self, texts: Sequence[str]) -> Any:
+        self.threads.setdefault(threading.get_ident(), []).extend(texts)
+        return self.inner.embed_documents(texts)
+
+    def embed_query(self, text: str) -> Any:
+        return self.embed_documents([text])[0]
+
+
+def test_each_caller_embeds_its_own_put_while_another_writes(
+    tmp_path: Path, embedder: Embedder, fresh: Fresh
+) -> None:
+    noting = ThreadNoting(embedder)
+    with Memento.open(tmp_path, embedder=noting) as mem:
+        store = MementoStore(mem, index={"fields": ["text"]})
+        root = fresh("embedding")
+        values: dict[int, Any] = {n: {"text": f"parallel note {n}"} for n in range(6)}
+        writes, outcomes = _put_while_the_first_write_is_slow(store, root, values)
+    assert set(outcomes.values()) == {"stored"} and len(writes) < 6  # they were grouped...
+    put_texts = {v["text"] for v in values.values()}
+    by_thread = [set(texts) & put_texts for texts in noting.threads.values()]
+    # ...but not embedded by the group's leader: each caller embedded its own text.
+    assert sorted(len(texts) for texts in by_thread if texts) == [1] * 6
 
 
 def test_puts_waiting_together_are_written_in_one_call(store: MementoStore, fresh: Fresh) -> None:
@@ -214,3 +288,45 @@ def test_search_scores_are_memento_scores_best_first(
     assert [h.score for h in hits] == pytest.approx([r.score for r in recalled], abs=0.05)
     assert hits[0].score is not None and hits[1].score is not None
     assert hits[0].score > hits[1].score
+
+
+def _two_callers_preparing(
+    group: Group[str], calls: list[list[str]], *, second_submits: bool
+) -> None:
+    """Callers "a" and "b" both announce their work; "a" submits, and once its call is about to
+    start (its work is queued), "b" submits or leaves."""
+    both_coming = threading.Barrier(2)
+
+    def caller(name: str, submits: bool) -> None:
+        with group.coming():
+            both_coming.wait()
+            if name == "b":
+                while not group._waiting and not calls:  # "a" has submitted (or is done)
+                    time.sleep(0.001)
+            if submits:
+                group.submit([name])
+
+    threads = [
+        threading.Thread(target=caller, args=("a", True)),
+        threading.Thread(target=caller, args=("b", second_submits)),
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+
+@pytest.mark.timeout(60)
+def test_a_grouped_call_waits_for_callers_still_preparing_their_work() -> None:
+    calls: list[list[str]] = []
+    # A long linger: "a" waits for "b", however slow.
+    _two_callers_preparing(Group(calls.append, linger=600), calls, second_submits=True)
+    assert calls == [["a", "b"]]
+
+
+@pytest.mark.timeout(60)
+def test_a_caller_leaving_without_work_does_not_hold_the_call_back() -> None:
+    calls: list[list[str]] = []
+    # Were the call held for the whole linger, the test would time out (after 60 s).
+    _two_callers_preparing(Group(calls.append, linger=600), calls, second_submits=False)
+    assert calls == [["a"]]

@@ -175,11 +175,18 @@ STOPWORDS = frozenset(
 )
 
 
-@lru_cache(maxsize=1)
-def _stemmer() -> Any:
-    import snowballstemmer
+_STEMMERS = threading.local()
 
-    return snowballstemmer.stemmer("english")
+
+def _stemmer() -> Any:
+    """This thread's stemmer. A snowball stemmer keeps the word it works on in itself: threads
+    sharing one garble each other's stems (or raise ``IndexError``)."""
+    stemmer = getattr(_STEMMERS, "english", None)
+    if stemmer is None:
+        import snowballstemmer
+
+        stemmer = _STEMMERS.english = snowballstemmer.stemmer("english")
+    return stemmer
 
 
 @lru_cache(maxsize=200_000)

@@ -241,11 +241,11 @@ class Engine:
         self, memory_id: str, *, scope: Scope | None = None, include_deleted: bool = False
     ) -> MemoryItem:
         """The memory with this id, as stored; ``MemoryNotFound`` for an unknown id, a hidden
-        one (unless ``include_deleted``) or one ``scope`` may not see — one error for all."""
-        self.usage.flush()
+        one (unless ``include_deleted``) or one ``scope`` may not see — one error for all.
+        Noted usage is counted in, not written first (see ``_usage``)."""
         check_id(memory_id)
         where = visibility_clause(scope) if scope is not None else None
-        found = self.store.items_by_id([memory_id], where=where)
+        found = self.usage.read_fresh(lambda: self.store.items_by_id([memory_id], where=where))
         if not found or (not include_deleted and not is_live(found[0], utcnow())):
             raise MemoryNotFound(memory_id)
         return found[0]

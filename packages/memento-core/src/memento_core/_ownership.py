@@ -50,6 +50,9 @@ def owned(
     ``NotOwner`` when it may see but not change it. Without a caller, any memory."""
     if caller is not None:
         check_viewer(caller)
+    # Callers write fields computed from this read (counters): noted usage goes in first, or
+    # its later write would undo theirs.
+    engine.usage.flush()
     item = engine.get(memory_id, scope=caller, include_deleted=include_deleted)
     if caller is not None and not owns(caller, item):
         raise NotOwner(f"memory {memory_id!r}", action)

@@ -96,7 +96,8 @@ def candidates(
     depth: int,
 ) -> tuple[list[Candidate], dict[str, MemoryItem]]:
     """Up to ``depth`` nearest and ``depth`` best keyword candidates ``viewer`` may see that
-    ``recall_filter`` admits, scored for relevance; and every memory read, as stored."""
+    ``recall_filter`` admits, scored for relevance; and every memory read, as stored with the
+    noted uses folded in."""
     import numpy as np  # not at import time: ``import memento_core`` stays light
 
     engine.ready_for(viewer)
@@ -115,7 +116,8 @@ def candidates(
         wanted = [i for i in dict.fromkeys(ids) if i not in admitted and i not in rejected]
         if not wanted:
             return
-        for item in engine.store.items_by_id(wanted):
+        # Noted uses folded in: one may have restarted an expiry clock the store has not seen.
+        for item in engine.usage.read_fresh(lambda: engine.store.items_by_id(wanted)):
             if is_visible(item, viewer) and recall_filter.admits(item, moment):
                 admitted[item.id] = item
         rejected.update(i for i in wanted if i not in admitted)
@@ -140,8 +142,7 @@ def candidates(
             cosine = similarity.get(memory_id)
             if cosine is None:  # a keyword hit beyond the nearest ones
                 cosine = float(vector @ query_unit)
-            item = engine.usage.with_pending(admitted[memory_id])
-            scored[memory_id] = Candidate(item, cosine, 0.0, vector)
+            scored[memory_id] = Candidate(admitted[memory_id], cosine, 0.0, vector)
     for memory_id, candidate in scored.items():
         candidate.keyword = keyword_scores.get(memory_id, 0.0)
     if len(keyword_hits) == depth:

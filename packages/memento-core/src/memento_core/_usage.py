@@ -12,10 +12,11 @@ takes ~7 ms plus ~0.25 ms a memory, and holds the GIL all along, so a recall run
 waits). So a recall only notes which memories it returned, and the notes are written once no
 recall has started for ``idle`` seconds — between a user's turns, not in the middle of a burst of
 recalls. A steady stream of recalls defers the write at most ``max_delay`` seconds or
-``max_pending`` memories. Notes are written at once before anything reads a memory back (``get``,
-``items``, exports) and on ``close``, and recall ranks with the noted uses folded in
-(``with_pending``), so no caller sees a stale count. Usage is a soft ranking signal: uses noted
-since the last write are lost if the process dies.
+``max_pending`` memories. ``get`` and recall fold the noted uses into what they read
+(``with_pending``, ``read_fresh``) instead of writing them first — under load a write per
+``get`` would cost more than the read; bulk reads (``items``, exports) and ``close`` write them
+at once, so no caller sees a stale count. Usage is a soft ranking signal: uses noted since the
+last write are lost if the process dies.
 """
 
 from __future__ import annotations
@@ -32,6 +33,9 @@ from memento_core._model import MemoryItem
 from memento_core._storage import to_micros
 
 log = logging.getLogger(__name__)
+
+_Noted = dict[str, tuple[MemoryItem, int, datetime]]
+"""id -> (the stored item when first noted, uses since, last use)."""
 
 
 def used_fields(item: MemoryItem, moment: datetime, *, uses: int = 1) -> dict[str, Any]:
@@ -62,8 +66,9 @@ class UsageRecorder:
         self._max_pending = max_pending
         self._lock = threading.Lock()
         self._write_lock = threading.Lock()
-        # id -> (the stored item when first noted, uses since, last use)
-        self._pending: dict[str, tuple[MemoryItem, int, datetime]] = {}
+        self._pending: _Noted = {}
+        self._writing: _Noted = {}  # taken by the write under way; stored once it returns
+        self._writes_ended = 0  # a reader that saw this change may have read around a write
         self._oldest = 0.0  # monotonic time of the oldest unwritten use
         self._last_activity = 0.0
         self._wake = threading.Event()
@@ -92,13 +97,26 @@ class UsageRecorder:
 
     def with_pending(self, item: MemoryItem) -> MemoryItem:
         """``item`` as stored, with the uses noted but not yet written counted in."""
-        noted = self._pending.get(item.id)  # a dict read is atomic; flush swaps the whole dict
-        if noted is None:
-            return item
-        _, uses, moment = noted
-        return dataclasses.replace(
-            item, access_count=item.access_count + uses, last_accessed_at=moment
-        )
+        with self._lock:  # both at one moment: a flush moves notes from one to the other
+            writing, noted = self._writing.get(item.id), self._pending.get(item.id)
+        if writing is not None:
+            # A write under way sets absolute values: right whether ``item`` was read before
+            # it landed or after.
+            first, uses, moment = writing
+            item = _used(item, first.access_count + uses, moment)
+        if noted is not None:
+            _, uses, moment = noted
+            item = _used(item, item.access_count + uses, moment)
+        return item
+
+    def read_fresh(self, read: Callable[[], list[MemoryItem]]) -> list[MemoryItem]:
+        """``read()`` (stored memories) with the noted uses folded in, without writing them.
+        Read again if a usage write ended meanwhile: it may have landed after the read."""
+        while True:
+            ended = self._writes_ended
+            found = [self.with_pending(item) for item in read()]
+            if self._writes_ended == ended:
+                return found
 
     def discard(self, memory_ids: Iterable[str]) -> None:
         with self._lock:
@@ -112,27 +130,33 @@ class UsageRecorder:
         with self._write_lock:
             with self._lock:
                 pending, self._pending = self._pending, {}
+                self._writing = pending
             if not pending:
                 return 0
             ids = list(pending)
             fields = [self._fields(item, moment, uses) for item, uses, moment in pending.values()]
+            written = False
             try:
                 self._write(ids, fields)
-            except BaseException:
-                self._restore(pending)
-                raise
+                written = True
+            finally:
+                with self._lock:
+                    self._writing = {}
+                    self._writes_ended += 1
+                    if not written:
+                        self._put_back(pending)
             return len(pending)
 
-    def _restore(self, unwritten: dict[str, tuple[MemoryItem, int, datetime]]) -> None:
-        """Put back uses whose write failed, so the next flush tries them again."""
-        with self._lock:
-            if not self._pending:
-                self._oldest = time.monotonic()
-            for memory_id, (first, uses, moment) in unwritten.items():
-                newer = self._pending.get(memory_id)
-                if newer is not None:
-                    uses, moment = uses + newer[1], newer[2]
-                self._pending[memory_id] = (first, uses, moment)
+    def _put_back(self, unwritten: _Noted) -> None:
+        """Put back uses whose write failed, so the next flush tries them again (``_lock``
+        held)."""
+        if not self._pending:
+            self._oldest = time.monotonic()
+        for memory_id, (first, uses, moment) in unwritten.items():
+            newer = self._pending.get(memory_id)
+            if newer is not None:
+                uses, moment = uses + newer[1], newer[2]
+            self._pending[memory_id] = (first, uses, moment)
 
     def _due(self) -> bool:
         if not self._pending:
@@ -159,3 +183,11 @@ class UsageRecorder:
         self._stopped = True
         self._wake.set()
         self.flush()
+
+
+def _used(item: MemoryItem, access_count: int, moment: datetime) -> MemoryItem:
+    """``item`` as ``used_fields`` leaves it."""
+    expires_at = item.expires_at if item.retention is None else moment + item.retention
+    return dataclasses.replace(
+        item, access_count=access_count, last_accessed_at=moment, expires_at=expires_at
+    )

@@ -16,10 +16,12 @@ Decisions a LangGraph user may notice:
   decide here: Memento does not index payload fields, and core's listing takes no tag filter.
 - Expired items are omitted from every read at once (``omit_expired`` is always on); core's
   ``purge`` (the maintenance worker) erases them later.
-- Ops in one ``batch`` run in order; consecutive puts are written (and embedded) together, the
-  last put of a key winning. Concurrent callers are grouped too (``_grouping``): puts waiting
-  while another thread writes are embedded and written in one call, and the queries of
-  searches waiting at once are embedded as one batch.
+- Ops in one ``batch`` run in order; consecutive puts are written together, the last put of a
+  key winning. Each caller first embeds its own puts' texts and queries, in its own thread
+  (callers embed in parallel: the model releases the GIL, and one text at a time costs the
+  least per text); then concurrent callers' puts are grouped (``_grouping``): puts waiting
+  while another thread writes are written in one call, and a write about to start waits up to
+  ``WRITE_LINGER`` for callers still embedding theirs.
 """
 
 from __future__ import annotations
@@ -73,6 +75,8 @@ from memento_langgraph.namespaces import (
 
 __all__ = ["UNINDEXED", "MementoStore"]
 
+WRITE_LINGER = 0.05
+"""Seconds a grouped write waits for callers still embedding their puts (see ``_grouping``)."""
 UNINDEXED = "∅"
 """The content of an item stored with ``index=False``: one symbol that has no keywords, so it
 costs one cached embedding for all such items and never matches a keyword search."""
@@ -110,8 +114,7 @@ class MementoStore(BaseStore):
         fields = _index_fields(index, memento.embedder.dimension)
         self.index_config: IndexConfig = {"dims": memento.embedder.dimension, "fields": fields}
         self._fields = [(path, tokenize_path(path) if path != "$" else path) for path in fields]
-        self._writes: Group[PutOp] = Group(self._apply_puts)
-        self._queries: Group[str] = Group(self._embed_queries)
+        self._writes: Group[PutOp] = Group(self._apply_puts, linger=WRITE_LINGER)
         move_old_items(memento, self.mapping)  # once per store: items of the old mapping
 
     @classmethod
@@ -136,8 +139,12 @@ class MementoStore(BaseStore):
         ops = list(ops)
         for op in ops:
             _check_op(op)
-        queries = [op.query for op in ops if isinstance(op, SearchOp) and op.query]
-        self._queries.submit(queries)  # one embedding batch, shared with concurrent searches
+        writes = any(isinstance(op, PutOp) for op in ops)
+        with self._writes.coming() if writes else contextlib.nullcontext():
+            self._embed_ahead(ops)
+            return self._run(ops)
+
+    def _run(self, ops: list[Op]) -> list[Result]:
         results: list[Result] = [None] * len(ops)
         puts: list[PutOp] = []
         for n, op in enumerate(ops):
@@ -177,11 +184,25 @@ class MementoStore(BaseStore):
         if drafts:
             self.memento.remember_many(drafts)
 
-    def _embed_queries(self, queries: list[str]) -> None:
-        """Embed search queries together ahead of recall, which then finds them cached."""
+    def _embed_ahead(self, ops: Sequence[Op]) -> None:
+        """Embed the texts of these puts and queries into the Memento store's cache, in the
+        caller's thread: callers embed in parallel (the model releases the GIL), and the
+        grouped write and the recalls find the vectors cached instead of embedding inside the
+        group, one group at a time."""
         embedder = self.memento.embedder
-        if isinstance(embedder, CachingEmbedder):
-            embedder.embed_documents(list(dict.fromkeys(queries)))
+        if not isinstance(embedder, CachingEmbedder):
+            return
+        # A value or query that cannot be embedded is left to its op, which then raises its
+        # own error in order; nothing is stored here.
+        with contextlib.suppress(Exception):
+            texts = [
+                self._content(op.value, op.index)
+                for op in ops
+                if isinstance(op, PutOp) and isinstance(op.value, Mapping)
+            ]
+            texts += [op.query for op in ops if isinstance(op, SearchOp) and op.query]
+            if texts:
+                embedder.embed_documents(list(dict.fromkeys(texts)))
 
     def _draft(self, op: PutOp) -> MemoryDraft:
         if not isinstance(op.value, Mapping):  # checked in ``batch``; narrows the type
@@ -199,6 +220,11 @@ class MementoStore(BaseStore):
             origin_trace=self.mapping.trace(op.namespace, op.key),
             retention=timedelta(minutes=op.ttl) if op.ttl is not None else FOREVER,
         )
+
+    def _content(self, value: Mapping[str, Any], index: Literal[False] | list[str] | None) -> str:
+        """The memory's content: the index text, or ``UNINDEXED``."""
+        text = self._index_text(value, index)
+        return UNINDEXED if text is None else text
 
     def _index_text(
         self, value: Mapping[str, Any], index: Literal[False] | list[str] | None

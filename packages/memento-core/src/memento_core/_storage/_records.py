@@ -6,6 +6,7 @@ no ``where`` compares with their default are written only when set (see ``item_m
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Mapping
 from datetime import datetime, timedelta, timezone
@@ -99,6 +100,15 @@ def item_metadata(item: MemoryItem, text_hash: str, *, replacing: bool = False) 
     return meta
 
 
+@functools.lru_cache(maxsize=4096)
+def stored_scope(
+    user_id: str | None, agent_id: str | None, project_id: str | None, session_id: str | None
+) -> Scope:
+    """A stored memory's scope. Many records share one, and building a ``Scope`` checks each
+    value (a recall reads ~100 records): the frozen ``Scope`` is built once and shared."""
+    return Scope(user_id=user_id, agent_id=agent_id, project_id=project_id, session_id=session_id)
+
+
 def item_from_record(memory_id: str, content: str, meta: Mapping[str, Any]) -> MemoryItem:
     doc = json.loads(meta["doc"])
     return MemoryItem(
@@ -108,11 +118,11 @@ def item_from_record(memory_id: str, content: str, meta: Mapping[str, Any]) -> M
         title=doc["title"],
         data=doc["data"],
         source=doc["source"],
-        scope=Scope(
-            user_id=meta["user_id"] or None,
-            agent_id=meta.get("agent_id") or None,
-            project_id=meta["project_id"] or None,
-            session_id=meta.get("session_id") or None,
+        scope=stored_scope(
+            meta["user_id"] or None,
+            meta.get("agent_id") or None,
+            meta["project_id"] or None,
+            meta.get("session_id") or None,
         ),
         privacy=Privacy(meta["privacy"]),
         importance=float(meta["importance"]),
