@@ -27,6 +27,7 @@ from memento_core._storage._records import (
     link_metadata,
     to_micros,
 )
+from memento_core.errors import StoreUnavailable
 
 Where = Mapping[str, Any]
 
@@ -257,10 +258,20 @@ class Repository:
         """Stored vectors of texts with these hashes (identical text stored in another scope)."""
         if not hashes:
             return {}
-        found = self._items.get(
-            where={"text_hash": {"$in": list(hashes)}}, include=["metadatas", "embeddings"]
-        )
-        return {m["text_hash"]: v for m, v in zip(found["metadatas"], found["embeddings"])}
+        # Which texts are stored first, without vectors: usually none, and then no vector
+        # index is touched (a Chroma server cannot read the vectors of a collection whose
+        # index is not on disk yet: "Nothing found on disk").
+        found = self._items.get(where={"text_hash": {"$in": list(hashes)}}, include=["metadatas"])
+        if not found["ids"]:
+            return {}
+        hash_of = {i: m["text_hash"] for i, m in zip(found["ids"], found["metadatas"])}
+        try:
+            vectors = self._items.get(ids=list(hash_of), include=["embeddings"])
+        except StoreUnavailable:
+            raise
+        except Exception:  # that same error, on text stored a moment ago: embed it instead
+            return {}
+        return {hash_of[i]: v for i, v in zip(vectors["ids"], vectors["embeddings"])}
 
     def write_items(
         self,
