@@ -764,6 +764,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 elif (root / "write.json").exists():
                     step["write"] = json.loads((root / "write.json").read_text())
                     step["write"]["built_earlier"] = True
+                    rate = step["write"]["items_per_s"]
                 if "serve" in step:
                     serve_report = step["serve"]
                     console.print(
