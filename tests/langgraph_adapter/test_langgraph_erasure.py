@@ -4,49 +4,23 @@ another process — and the raw Chroma collections keep no trace of them."""
 
 from __future__ import annotations
 
-import base64
-import binascii
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
-import chromadb
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.graph import END, START, MessagesState, StateGraph
 
 from memento_core import Embedder, Memento
+from memento_core.testing import raw_traces
 from memento_langgraph import MementoSaver
 
 MARK = "QZXV"
 """In every text the erased user writes; no trace of it, nor of her name, may stay."""
 USER = "zoewhitlock"
 KEEP = "Bob's thread about the allotment"
-
-
-def _traces(value: str) -> bool:
-    if MARK in value or USER in value:
-        return True
-    try:  # checkpoint documents are base64
-        decoded = base64.b64decode(value, validate=True)
-    except (binascii.Error, ValueError):
-        return False
-    return MARK.encode() in decoded or USER.encode() in decoded
-
-
-def _raw_traces(path: Path) -> list[str]:
-    """Every record of every collection in the store's directory that names the user."""
-    client = chromadb.PersistentClient(path=str(path))
-    found = []
-    for collection in client.list_collections():
-        records = collection.get(include=["documents", "metadatas"])
-        for record_id, document, metadata in zip(
-            records["ids"], records["documents"] or [], records["metadatas"] or []
-        ):
-            if _traces(record_id) or _traces(document or "") or _traces(repr(metadata)):
-                found.append(f"{collection.name}: {record_id}")
-    return found
 
 
 def _graph(saver: MementoSaver) -> Any:
@@ -79,7 +53,7 @@ def _write(path: Path, embedder: Embedder) -> None:
         assert latest is not None
         saver.put_writes(latest.config, [("messages", f"{MARK} pending")], task_id="t1")
         assert saver.get_tuple(_config("her-1")) is not None
-    assert _raw_traces(path)  # the check below can fail: her records are there
+    assert raw_traces(path, MARK, USER)  # the check below can fail: her records are there
 
 
 def _erase_with_a_fresh_instance(path: Path, embedder: Embedder) -> None:
@@ -119,7 +93,7 @@ def test_erasure_reaches_checkpoints_from_anywhere(
             KEEP,
             f"noted: {KEEP}",
         ]
-    assert _raw_traces(path) == []
+    assert raw_traces(path, MARK, USER) == []
 
 
 def test_blobs_and_writes_stored_without_their_user_get_it_once(
@@ -148,4 +122,4 @@ def test_blobs_and_writes_stored_without_their_user_get_it_once(
     with Memento.open(path, embedder=embedder) as mem:
         assert MementoSaver(mem).get_tuple(_config("her-1")) is None
         assert MementoSaver(mem).get_tuple(_config("bob-1")) is not None
-    assert _raw_traces(path) == []
+    assert raw_traces(path, MARK, USER) == []

@@ -12,7 +12,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import chromadb
 from _mcp_support import open_session, server_env
 from autogen_core.memory import MemoryContent, MemoryMimeType
 from langchain_core.messages import AIMessage, HumanMessage
@@ -22,6 +21,7 @@ from mcp import StdioServerParameters, stdio_client
 
 from memento_autogen import MementoMemory, MementoMemoryConfig
 from memento_core import Embedder, Memento, Message, Scope
+from memento_core.testing import raw_traces
 from memento_langgraph import MementoSaver, MementoStore
 from memento_llamaindex import MementoChatStore
 
@@ -39,20 +39,6 @@ def _traces(value: str) -> bool:
     except (binascii.Error, ValueError):
         return False
     return MARK.encode() in decoded or USER.encode() in decoded
-
-
-def _raw_traces(path: Path) -> list[str]:
-    """Every record of every collection in the store's directory that names the user."""
-    client = chromadb.PersistentClient(path=str(path))
-    found = []
-    for collection in client.list_collections():
-        records = collection.get(include=["documents", "metadatas"])
-        for record_id, document, metadata in zip(
-            records["ids"], records["documents"] or [], records["metadatas"] or []
-        ):
-            if _traces(record_id) or _traces(document or "") or _traces(repr(metadata)):
-                found.append(f"{collection.name}: {record_id}")
-    return found
 
 
 def _write_through_mcp(path: Path) -> None:
@@ -105,7 +91,9 @@ def test_erase_user_leaves_no_trace_anywhere(tmp_path: Path, embedder: Embedder)
         # The other user's memory is linked from the erased user's: it must survive.
         (mine,) = [i.id for i in mem.items(scope=OTHER) if "public tip" in i.content]
         mem.link(kept, "derived_from", mine, scope=OTHER)
-        assert _raw_traces(path)  # the check below can fail: every path above wrote a trace
+        assert raw_traces(
+            path, MARK, USER
+        )  # the check below can fail: every path above wrote a trace
 
         report = mem.erase_user(USER)
         assert report.extra["lg_checkpoints"] > 0 and report.extra["lg_blobs"] > 0
@@ -121,4 +109,4 @@ def test_erase_user_leaves_no_trace_anywhere(tmp_path: Path, embedder: Embedder)
         assert asyncio.run(chat_store.get_messages("li-1")) == []
         found = asyncio.run(autogen.query(MARK)).results
         assert not [m for m in found if _traces(str(m.content))]
-    assert _raw_traces(path) == []
+    assert raw_traces(path, MARK, USER) == []

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import os
 import re
 import uuid
 from collections.abc import Callable, Sequence
@@ -244,3 +245,34 @@ class HashEmbedder:
     def embed_query(self, text: str) -> npt.NDArray[np.float32]:
         row: npt.NDArray[np.float32] = self.embed_documents([text])[0]
         return row
+
+
+def raw_traces(path: str | os.PathLike[str], *needles: str) -> list[str]:
+    """``collection: record id`` of every record, in every collection of the embedded store at
+    ``path``, whose id, document or metadata holds one of ``needles`` — as text or inside a
+    base64 document (LangGraph checkpoints). An erasure test expects none: it reads Chroma
+    directly, past every Memento API."""
+    import base64
+    import binascii
+
+    import chromadb
+
+    def holds(value: str) -> bool:
+        if any(needle in value for needle in needles):
+            return True
+        try:
+            decoded = base64.b64decode(value, validate=True)
+        except (binascii.Error, ValueError):
+            return False
+        return any(needle.encode() in decoded for needle in needles)
+
+    client = chromadb.PersistentClient(path=str(path))
+    found = []
+    for collection in client.list_collections():
+        records = collection.get(include=["documents", "metadatas"])
+        for record_id, document, metadata in zip(
+            records["ids"], records["documents"] or [], records["metadatas"] or []
+        ):
+            if holds(record_id) or holds(document or "") or holds(repr(metadata)):
+                found.append(f"{collection.name}: {record_id}")
+    return found
