@@ -30,6 +30,7 @@ from memento_core._storage._records import (
 from memento_core.errors import StoreUnavailable
 
 Where = Mapping[str, Any]
+WHERE_PAGE = 10_000
 
 SIDE_OWNER_KEY = "user_id"
 """The metadata field of a side record that names the user it belongs to (see
@@ -231,11 +232,20 @@ class Repository:
         return int(self._items.count())
 
     def item_ids_where(self, where: Where, *, privacies: frozenset[str]) -> list[str]:
-        """The ids of the memories matching ``where`` whose privacy is one of ``privacies``,
-        in one read (Chroma evaluates a ``where`` over the whole collection: each page of a
-        paged read would pay for it again)."""
-        found = self._items.get(where=dict(where), include=["metadatas"])
-        return [i for i, m in zip(found["ids"], found["metadatas"]) if m["privacy"] in privacies]
+        """The ids of the memories matching ``where`` whose privacy is one of ``privacies``.
+        In pages of ``WHERE_PAGE``: Chroma evaluates a ``where`` over the whole collection for
+        each page, so pages are large, but one read of 50,000 records exceeds SQLite's limit
+        on a statement's variables."""
+        ids: list[str] = []
+        offset = 0
+        while True:
+            page = self._items.get(
+                where=dict(where), include=["metadatas"], limit=WHERE_PAGE, offset=offset
+            )
+            ids += [i for i, m in zip(page["ids"], page["metadatas"]) if m["privacy"] in privacies]
+            if len(page["ids"]) < WHERE_PAGE:
+                return ids
+            offset += WHERE_PAGE
 
     def index_records(
         self, ids: Sequence[str], *, with_vectors: bool = True
