@@ -514,7 +514,7 @@ def extrapolate(steps: dict[str, Any], size: int, key: str) -> float | None:
     if not y1 or not y2:
         return None
     exponent = math.log(y2 / y1) / math.log(n2 / n1)
-    return round(y2 * (size / n2) ** exponent, 1)
+    return float(f"{y2 * (size / n2) ** exponent:.3g}")  # open times are hundredths
 
 
 def _figure(step: dict[str, Any], key: str) -> float:
