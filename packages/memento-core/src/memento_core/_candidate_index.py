@@ -269,17 +269,6 @@ class CandidateIndex:
         self._live_count = 0
         self._vectors: Any = None  # float32 rows by position; capacity doubles as it fills
 
-    def __len__(self) -> int:
-        return self._live_count
-
-    def __contains__(self, memory_id: object) -> bool:
-        with self._lock:
-            return isinstance(memory_id, str) and memory_id in self._index_of
-
-    def ids(self) -> set[str]:
-        with self._lock:
-            return set(self._index_of)
-
     def nbytes(self, *, live: bool = False) -> int:
         """About how much memory the index holds: vectors, postings and per-memory entries
         (ids, positions, visibility), rows removed but not yet compacted included — or, with

@@ -276,15 +276,16 @@ class Engine:
     def _read_partition(self, key: str) -> Iterator[Entry]:
         where, privacies = partition_where(key)
         ids = self.store.item_ids_where(where, privacies=privacies)
-        if not self.read_only or self.store.shared:
-            yield from self._entries(self.store.index_records(ids))
-            return
-        # A read-only embedded process cannot read vectors written after its client opened;
-        # such a read fails as a whole, so the partition's text is embedded again instead.
-        try:
-            records = list(self.store.index_records(ids))
-        except Exception:  # Chroma raises a plain error for a vector it lacks
-            records = self._embedded_again(list(self.store.index_records(ids, with_vectors=False)))
+        records: Iterable[IndexRecord] = self.store.index_records(ids)
+        if self.read_only and not self.store.shared:
+            # A read-only embedded process cannot read vectors written after its client
+            # opened; such a read fails as a whole, so the partition's text is embedded again.
+            try:
+                records = list(records)
+            except Exception:  # Chroma raises a plain error for a vector it lacks
+                records = self._embedded_again(
+                    list(self.store.index_records(ids, with_vectors=False))
+                )
         yield from self._entries(records)
 
     def _embedded_again(self, records: list[IndexRecord]) -> list[IndexRecord]:

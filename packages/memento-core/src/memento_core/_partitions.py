@@ -127,10 +127,6 @@ class PartitionedIndex:
 
     # ------------------------------------------------------------------ state
 
-    def loaded(self) -> list[str]:
-        with self._lock:
-            return [k for k in self._members if k not in self._filling]
-
     def missing(self, keys: Sequence[str]) -> list[str]:
         """Which of ``keys`` are not loaded; the loaded ones count as just used."""
         with self._lock:
@@ -149,9 +145,6 @@ class PartitionedIndex:
 
     def holds(self, memory_id: str) -> bool:
         return memory_id in self._keys_of
-
-    def __len__(self) -> int:
-        return len(self._keys_of)
 
     def status(self) -> IndexStatus:
         with self._lock:
