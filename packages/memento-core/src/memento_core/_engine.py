@@ -28,15 +28,21 @@ from memento_core._candidate_index import CandidateIndex
 from memento_core._drafts import check_id
 from memento_core._model import MemoryItem, Scope, utcnow
 from memento_core._partitions import (
+    TEAM,
+    USER,
     Entry,
     PartitionedIndex,
+    digest,
     load_partitions,
     needed_by,
+    partition_digests,
     partition_where,
+    partitions_of,
 )
 from memento_core._policies import RetentionPolicy, ReviewPolicy
 from memento_core._ranking import RankingWeights, Recalled
 from memento_core._storage import (
+    MERGE_AT,
     Change,
     ChromaStore,
     IndexRecord,
@@ -274,8 +280,19 @@ class Engine:
         load_partitions(partitions, keys, self._read_partition)
 
     def _read_partition(self, key: str) -> Iterator[Entry]:
-        where, privacies = partition_where(key)
-        ids = self.store.item_ids_where(where, privacies=privacies)
+        """A partition's memories as stored: the ids the directory lists, read by id (an
+        equality read where the store is older than the directory and the partition has no
+        base yet, which this read then writes)."""
+        directory = self.store.directory
+        name = digest(key)
+        listed = directory.members(name)
+        if listed is None:
+            where, privacies = partition_where(key)
+            ids = self.store.item_ids_where(where, privacies=privacies)
+            if not self.read_only:
+                directory.write_base(name, ids)
+        else:
+            ids = listed.ids
         records: Iterable[IndexRecord] = self.store.index_records(ids)
         if self.read_only and not self.store.shared:
             # A read-only embedded process cannot read vectors written after its client
@@ -286,7 +303,39 @@ class Engine:
                 records = self._embedded_again(
                     list(self.store.index_records(ids, with_vectors=False))
                 )
-        yield from self._entries(records)
+        entries = list(self._entries(records))
+        if listed is not None and len(listed.sealed) > MERGE_AT and not self.read_only:
+            directory.merge(
+                name, listed.sealed, [e[0] for e in entries if key in partitions_of(e[2])]
+            )
+        yield from entries
+
+    def build_partition_directory(self, on_progress: Callable[[int], None] | None = None) -> int:
+        """List every stored memory in the partition directory (a store written before it had
+        one); returns the partitions listed."""
+        self.check_writable()
+        listed = list(
+            self.store.item_partitions(
+                lambda meta: partition_digests(
+                    Visibility(meta["user_id"], meta["project_id"], meta["privacy"])
+                )
+            )
+        )
+        return self.store.directory.backfill(
+            [memory_id for memory_id, _ in listed],
+            [digests for _, digests in listed],
+            on_progress,
+        )
+
+    def forget_user_partition(self, user_id: str, memory_ids: Sequence[str]) -> None:
+        """Take a user about to be erased, and their memories, out of the directory."""
+        teams = [
+            digest(key)
+            for item in self.store.items_by_id(memory_ids)
+            for key in partitions_of(visibility_of(item))
+            if key.startswith(TEAM)
+        ]
+        self.store.directory.forget(digest(USER + user_id), memory_ids, teams)
 
     def _embedded_again(self, records: list[IndexRecord]) -> list[IndexRecord]:
         vectors = self.embedder.embed_documents([r.content for r in records])

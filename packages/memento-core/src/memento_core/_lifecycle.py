@@ -249,6 +249,7 @@ def erase_user(
         raise InvalidInput("user_id is required")
     engine.check_writable()
     owned = engine.store.find_item_ids({"user_id": checked})
+    engine.forget_user_partition(checked, owned)
     derived, unlinked = erase(engine, owned)
     extra = {eraser.__name__: eraser(engine, checked) for eraser in extra_erasers}
     # Adapters' side records of the user, found through the store: erasure reaches them even

@@ -233,6 +233,14 @@ class Memento:
         one store in a process shares it."""
         return self._engine.partitions.status()
 
+    def build_partition_directory(self, on_progress: Callable[[int], None] | None = None) -> int:
+        """List every stored memory in the store's partition directory, which lets a recall
+        read a user's memories by id. A store created by this version has it; one written by
+        an older Memento gains it partition by partition on first use, or all at once here
+        (safe beside other writers, and to repeat). ``on_progress`` gets the directory records
+        written. Returns the partitions listed."""
+        return self._engine.build_partition_directory(on_progress)
+
     @property
     def read_only(self) -> bool:
         return self._engine.read_only

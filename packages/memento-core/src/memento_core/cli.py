@@ -329,6 +329,15 @@ def cmd_erase_user(args: argparse.Namespace) -> None:
     )
 
 
+def cmd_build_directory(args: argparse.Namespace) -> None:
+    from rich.progress import Progress
+
+    with _open(args) as mem, Progress(transient=True) as progress:
+        task = progress.add_task("listing memories by partition", total=None)
+        partitions = mem.build_partition_directory(lambda n: progress.advance(task, n))
+    print(f"listed {partitions} partitions; recalls now read them by id")
+
+
 def cmd_worker(args: argparse.Namespace) -> None:
     from memento_core._worker import MaintenanceReport
 
@@ -459,6 +468,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("file")
 
     add("stats", cmd_stats, "show what the store holds")
+    add(
+        "build-directory",
+        cmd_build_directory,
+        "list every memory in the partition directory (a store from an older version)",
+    )
     plugin_parser = commands.add_parser("plugins", help="list installed plugins with versions")
     plugin_parser.set_defaults(handler=cmd_plugins)
     add("sleep", cmd_sleep, "consolidate a user's episodes into facts (--user)")

@@ -12,6 +12,7 @@ from memento_core._storage._chroma import (
     ChromaStore,
     StoreInfo,
 )
+from memento_core._storage._directory import MERGE_AT, Members, PartitionDirectory
 from memento_core._storage._lock import acquire as acquire_write_lock
 from memento_core._storage._lock import release as release_write_lock
 from memento_core._storage._records import (
@@ -38,6 +39,7 @@ from memento_core._storage._repository import (
 
 __all__ = [
     "EPOCH",
+    "MERGE_AT",
     "NEVER",
     "PAGE",
     "PLACEHOLDER_VECTOR",
@@ -46,6 +48,8 @@ __all__ = [
     "Change",
     "ChromaStore",
     "IndexRecord",
+    "Members",
+    "PartitionDirectory",
     "Repository",
     "SideRecord",
     "SideRecords",

@@ -43,6 +43,8 @@ class StoreInfo:
     dimension: int
     schema_version: int
     location: str
+    created: bool = False
+    """Whether this open created the store."""
 
 
 class ChromaStore:
@@ -170,7 +172,7 @@ class ChromaStore:
         self.items = self._collection("items", configuration={"hnsw": {"space": "cosine"}})
         self.links = self._side_collection("links")
         self.events = self._side_collection("events")
-        return StoreInfo(embedder_name, dimension, schema, self.location)
+        return StoreInfo(embedder_name, dimension, schema, self.location, not record["ids"])
 
     def side_collection(self, name: str) -> Any:
         """A collection for records without real vectors (links, events, chat messages)."""

@@ -11,12 +11,13 @@ from __future__ import annotations
 import json
 import os
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from memento_core._model import FeedbackEvent, Link, LinkType, MemoryItem, utcnow
 from memento_core._storage._chroma import PAGE, PLACEHOLDER_VECTOR, ChromaStore, Record, StoreInfo
+from memento_core._storage._directory import PartitionDirectory
 from memento_core._storage._records import (
     event_from_record,
     event_metadata,
@@ -171,6 +172,10 @@ class Repository:
         self._side: dict[str, SideRecords] = {}
         self._registered: set[str] = set()
         self.changes = self.side_records("changes")
+        self.directory = PartitionDirectory(self.side_records("partitions"), chroma.meta)
+        """Which memories each partition holds (``_directory``)."""
+        if info.created:
+            self.directory.mark_complete()
 
     # ----------------------------------------------------------------- memories
 
@@ -247,6 +252,18 @@ class Repository:
                 return ids
             offset += WHERE_PAGE
 
+    def item_partitions(
+        self, partitions_of: Callable[[Mapping[str, Any]], Sequence[str]]
+    ) -> Iterator[tuple[str, Sequence[str]]]:
+        """Every memory's id with its partitions (``partitions_of`` its metadata): all ids in
+        one read, then the metadata by id in pages (pages of a whole-collection read would
+        make Chroma skip ever more rows)."""
+        ids = sorted(self.all_item_ids())
+        for memory_id, meta, _, _ in self._chroma.records_by_id(
+            self._items, ids, include=["metadatas"]
+        ):
+            yield memory_id, partitions_of(meta)
+
     def index_records(
         self, ids: Sequence[str], *, with_vectors: bool = True
     ) -> Iterator[IndexRecord]:
@@ -292,8 +309,8 @@ class Repository:
         replacing: Sequence[bool],
         partitions: Sequence[Sequence[str]],
     ) -> Change | None:
-        """Store memories with their vectors and log them, with their ``partitions``, in the
-        change feed.
+        """Store memories with their vectors, list them in their ``partitions`` (digests) in
+        the directory, and log them with those in the change feed.
 
         New memories are added, not upserted: Chroma keeps the first record of an id, so when
         another process stored the same content since the caller's check, its record (and any
@@ -310,7 +327,9 @@ class Repository:
                         item_metadata(items[n], hashes[n], replacing=replace) for n in chosen
                     ],
                 )
-        return self.log_change("put", [item.id for item in items], partitions)
+        ids = [item.id for item in items]
+        self.directory.append(ids, partitions)
+        return self.log_change("put", ids, partitions)
 
     def set_fields(
         self, ids: Sequence[str], fields: Mapping[str, Any] | Sequence[Mapping[str, Any]]

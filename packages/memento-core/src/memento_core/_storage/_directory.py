@@ -1,0 +1,239 @@
+"""The partition directory: which memories each partition holds, kept beside them, so loading a
+partition reads its memories by id.
+
+Chroma answers an equality ``where`` over the memories in time that grows with the whole
+collection (about 0.2 µs a memory: 0.25 s at 1M), so a user with ten memories would wait as
+long as one with ten thousand. The directory is a side collection (``<prefix>_partitions``) of
+small records, each listing ids of one partition (named by its digest, ``_partitions.digest``);
+a load reads the partition's records, an equality over this far smaller collection, then its
+memories by id.
+
+No two writers write one record. A writer (one process's repository) appends only to its own
+records, ``<digest>:<writer>:<n>``, and starts a new one when its record is full or older than
+``SEAL_AFTER_US``; ``merge`` rewrites only records sealed long since. A record may list ids that
+left the partition (erased, or moved by a change of privacy): the load reads each memory as
+stored and keeps what belongs. So the directory may list too much, but misses no id written
+since the store had it.
+
+A store written before the directory has no ``complete`` mark. Its partitions gain a directory
+one at a time: the first load reads the partition by equality and writes what it found as the
+partition's ``base``; ``backfill`` does every partition in one pass, then sets the mark.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from collections import OrderedDict, defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from memento_core._storage._repository import SideRecords
+
+CHUNK = 500
+"""Ids per record: a record is rewritten whole on each append, so it stays small (~20 KB)."""
+SEAL_AFTER_US = 5 * 60 * 1_000_000
+"""A writer stops appending to a record this old (µs); ``merge`` waits twice as long."""
+MERGE_AT = 16
+"""A partition spread over more sealed records than this is merged by its next load."""
+OPEN_RECORDS = 10_000
+"""A writer remembers its open records for this many partitions; past that, the least recently
+written partition's next append starts a new record."""
+COMPLETE_ID = "partition_directory"
+"""The meta record that says every memory of the store is listed in the directory."""
+WRITE_BATCH = 1_000
+
+
+@dataclass(frozen=True)
+class Members:
+    """What the directory lists for one partition: memory ids (some may have left it) and
+    the records a merge may rewrite."""
+
+    ids: list[str]
+    sealed: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _Record:
+    """One of this writer's records. Its ids are read back before each append (not kept
+    here), so an erasure that rewrote the record meanwhile is not undone."""
+
+    id: str
+    opened: int
+    size: int = 0
+
+
+def _now_us() -> int:
+    return time.time_ns() // 1000
+
+
+def _chunks(ids: Sequence[str]) -> list[Sequence[str]]:
+    return [ids[start : start + CHUNK] for start in range(0, len(ids), CHUNK)]
+
+
+class PartitionDirectory:
+    """The directory of one store, as one writer (this process) sees and extends it."""
+
+    def __init__(self, records: SideRecords, meta: Any) -> None:
+        self._records = records
+        self._meta = meta
+        self._writer = os.urandom(6).hex()
+        self._open: OrderedDict[str, _Record] = OrderedDict()
+        self._lock = threading.Lock()
+        self._complete = False
+
+    # ------------------------------------------------------------------ reads
+
+    def complete(self) -> bool:
+        """Whether every memory of the store is listed (a store created with the directory, or
+        one backfilled); asked of the store again until it is."""
+        if not self._complete:
+            self._complete = bool(self._meta.get(ids=[COMPLETE_ID], include=[])["ids"])
+        return self._complete
+
+    def members(self, digest: str) -> Members | None:
+        """The ids listed for partition ``digest``; None when the listing may miss some (a
+        store older than the directory, whose partition has no whole base yet)."""
+        ids: list[str] = []
+        sealed: list[str] = []
+        bases: dict[str, list[int]] = defaultdict(list)
+        horizon = _now_us() - 2 * SEAL_AFTER_US
+        for record in self._records.find({"partition": digest}):
+            ids += json.loads(record.document)
+            if int(record.metadata["opened"]) < horizon:
+                sealed.append(record.id)
+            if "base" in record.metadata:
+                bases[str(record.metadata["base"])].append(int(record.metadata["base_of"]))
+        whole_base = any(len(sizes) == sizes[0] for sizes in bases.values())
+        if not whole_base and not self.complete():
+            return None
+        return Members(list(dict.fromkeys(ids)), sealed)
+
+    # ------------------------------------------------------------------ writes
+
+    def mark_complete(self) -> None:
+        """Every memory is listed from now on: the store was just created, or backfilled."""
+        self._meta.upsert(
+            ids=[COMPLETE_ID],
+            embeddings=[[1.0]],
+            documents=["every memory is listed in the partition directory"],
+            metadatas=[{"kind": "partition_directory", "at": _now_us()}],
+        )
+        self._complete = True
+
+    def append(self, ids: Sequence[str], digests: Sequence[Sequence[str]]) -> None:
+        """List memory ``ids[n]`` in its partitions ``digests[n]``, in this writer's records."""
+        by_digest: dict[str, list[str]] = defaultdict(list)
+        for memory_id, memory_digests in zip(ids, digests):
+            for d in memory_digests:
+                by_digest[d].append(memory_id)
+        with self._lock:
+            now = _now_us()
+            touched: dict[str, tuple[str, _Record, list[str]]] = {}
+            for d, new in by_digest.items():
+                for chunk in _chunks(new):
+                    record = self._open_record(d, len(chunk), now)
+                    record.size += len(chunk)
+                    touched.setdefault(record.id, (d, record, []))[2].extend(chunk)
+            stored = {
+                r.id: json.loads(r.document)
+                for r in self._records.get(
+                    [i for i, (_, r, new) in touched.items() if r.size > len(new)]
+                )
+            }
+            self._write(
+                self._records.put,
+                [(d, r, stored.get(r.id, []) + new) for d, r, new in touched.values()],
+            )
+
+    def _open_record(self, digest: str, adding: int, now: int) -> _Record:
+        record = self._open.pop(digest, None)
+        if record is None or record.size + adding > CHUNK or now - record.opened > SEAL_AFTER_US:
+            record = _Record(f"{digest}:{self._writer}:{os.urandom(4).hex()}", now)
+        self._open[digest] = record
+        if len(self._open) > OPEN_RECORDS:
+            self._open.popitem(last=False)
+        return record
+
+    def write_base(self, digest: str, ids: Sequence[str]) -> None:
+        """Record what an equality read found in a partition of a store older than the
+        directory: with this whole base, its listing is complete (later writes add their own
+        records)."""
+        self._write_group(digest, ids, f"base{os.urandom(4).hex()}")
+
+    def merge(self, digest: str, sealed: Sequence[str], belonging: Sequence[str]) -> None:
+        """Replace a partition's ``sealed`` records by few records of the ids that still
+        belong to it (as just read). No writer appends to a sealed record, so nothing can be
+        lost between the read and the rewrite; the new records are a base (they cover what
+        the sealed ones did, a base among them)."""
+        self._write_group(digest, belonging, f"merge{os.urandom(4).hex()}")
+        self._records.delete(ids=list(sealed))
+
+    def _write_group(self, digest: str, ids: Sequence[str], group: str) -> None:
+        chunks = _chunks(ids) or [[]]
+        records = [
+            (digest, _Record(f"{digest}:{group}:{n}", 0), list(c)) for n, c in enumerate(chunks)
+        ]
+        # One call: the group is whole or absent.
+        self._write(self._records.add, records, base=group, base_of=len(records), one_call=True)
+
+    def backfill(
+        self,
+        ids: Sequence[str],
+        digests: Sequence[Sequence[str]],
+        on_progress: Callable[[int], None] | None = None,
+    ) -> int:
+        """List every stored memory (``ids`` with their partitions' ``digests``), then mark
+        the directory complete; returns how many partitions were listed. Safe to run again
+        (the records have fixed ids) and beside writers (they list their own writes)."""
+        by_digest: dict[str, list[str]] = defaultdict(list)
+        for memory_id, memory_digests in zip(ids, digests):
+            for d in memory_digests:
+                by_digest[d].append(memory_id)
+        records = [
+            (d, _Record(f"{d}:fill:{n}", 0), list(chunk))
+            for d, members in by_digest.items()
+            for n, chunk in enumerate(_chunks(members))
+        ]
+        self._write(self._records.put, records, on_progress=on_progress)
+        self.mark_complete()
+        return len(by_digest)
+
+    def forget(self, user_digest: str, erased: Sequence[str], team_digests: Iterable[str]) -> None:
+        """An erased user: drop their partition's records, and their ``erased`` memories'
+        ids from the records of ``team_digests`` (a memory id is a hash of its text and
+        owner, so it must not outlive the memory)."""
+        gone = set(erased)
+        with self._lock:
+            self._open.pop(user_digest, None)
+            self._records.delete(where={"partition": user_digest})
+            for team in set(team_digests):
+                for record in self._records.find({"partition": team}):
+                    listed = json.loads(record.document)
+                    if gone.intersection(listed):
+                        kept = [i for i in listed if i not in gone]
+                        self._records.put([record.id], [json.dumps(kept)], [record.metadata])
+
+    def _write(
+        self,
+        write: Callable[..., None],
+        records: Sequence[tuple[str, _Record, list[str]]],
+        *,
+        one_call: bool = False,
+        on_progress: Callable[[int], None] | None = None,
+        **extra: Any,
+    ) -> None:
+        step = max(len(records), 1) if one_call else WRITE_BATCH
+        for start in range(0, len(records), step):
+            batch = records[start : start + step]
+            write(
+                [r.id for _, r, _ in batch],
+                [json.dumps(ids) for _, _, ids in batch],
+                [{"partition": d, "opened": r.opened, **extra} for d, r, _ in batch],
+            )
+            if on_progress:
+                on_progress(len(batch))

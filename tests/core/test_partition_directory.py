@@ -1,0 +1,185 @@
+"""The partition directory lets a recall read a user's partitions by id. Recall stays exact on
+a store written before the directory existed, after a backfill, after many small writes are
+merged, and erasing a user leaves none of their memory ids in it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import chromadb
+import pytest
+
+import memento_core._memento as memento_module
+from memento_core import Embedder, Memento, MemoryDraft, ReadOnlyStore, Scope
+from memento_core.cli import main
+
+if TYPE_CHECKING:
+    from conftest import StoreFactory
+
+ALICE = Scope(user_id="alice", project_id="apollo")
+BOB = Scope(user_id="bob", project_id="apollo")
+ERIN = Scope(user_id="erin")
+VIEWERS = [ALICE, BOB, ERIN, Scope(user_id="stranger")]
+
+TOPICS = [
+    "the quarterly budget review moved to Thursday",
+    "grandmother's lentil soup recipe uses smoked paprika",
+    "the deploy pipeline fails when the cache is cold",
+]
+
+
+def _drafts(scope: Scope, count: int, privacy: str = "private") -> list[MemoryDraft]:
+    return [
+        MemoryDraft(
+            content=f"{scope.user_id} {privacy} note {n}: {TOPICS[n % len(TOPICS)]}",
+            scope=scope,
+            privacy=privacy,
+        )
+        for n in range(count)
+    ]
+
+
+def _fill(mem: Memento) -> None:
+    mem.remember_many(
+        _drafts(ALICE, 8) + _drafts(ALICE, 4, "team") + _drafts(BOB, 8) + _drafts(ERIN, 3, "public")
+    )
+
+
+def _seen(mem: Memento) -> dict[Scope, set[str]]:
+    """What each viewer's recalls return (ids), with a limit above any partition's size."""
+    return {
+        viewer: {
+            hit.item.id
+            for query in ("budget review", "soup recipe", "deploy cache")
+            for hit in mem.recall(query, scope=viewer, limit=50)
+        }
+        for viewer in VIEWERS
+    }
+
+
+def _client(factory: StoreFactory, name: str = "main") -> Any:
+    if factory.mode == "embedded":
+        return chromadb.PersistentClient(path=str(factory.root / name))
+    host, port = str(factory.url).rsplit("//", 1)[1].split(":")
+    return chromadb.HttpClient(host=host, port=int(port))
+
+
+def _as_older_store(factory: StoreFactory, prefix: str) -> None:
+    """Make the (closed) store look written by a Memento before the directory: no directory
+    records and no mark saying it is complete."""
+    client = _client(factory)
+    client.delete_collection(f"{prefix}_partitions")
+    client.get_collection(f"{prefix}_meta").delete(ids=["partition_directory"])
+
+
+def _directory_records(factory: StoreFactory, prefix: str) -> list[list[str]]:
+    found = _client(factory).get_collection(f"{prefix}_partitions").get(include=["documents"])
+    return [json.loads(document) for document in found["documents"]]
+
+
+def test_a_store_older_than_the_directory_recalls_exactly(store_factory: StoreFactory) -> None:
+    with store_factory.open() as mem:
+        _fill(mem)
+        prefix = mem.collection_prefix
+    with store_factory.open() as mem:
+        expected = _seen(mem)
+    assert (
+        expected[ALICE]
+        and expected[ERIN]
+        and not expected[Scope(user_id="stranger")] - (expected[ERIN])
+    )
+    _as_older_store(store_factory, prefix)
+    for _ in range(2):  # the first open reads by equality and writes each partition's base
+        with store_factory.open() as mem:
+            assert _seen(mem) == expected
+    with store_factory.open() as mem:  # a write to the older store is listed with the rest
+        new = mem.remember("alice private note: the budget review needs slides", scope=ALICE)
+    with store_factory.open() as mem:
+        assert _seen(mem)[ALICE] == expected[ALICE] | {new}
+
+
+def test_a_backfill_lists_every_memory(store_factory: StoreFactory) -> None:
+    with store_factory.open() as mem:
+        _fill(mem)
+        prefix = mem.collection_prefix
+    with store_factory.open() as mem:
+        expected = _seen(mem)
+    _as_older_store(store_factory, prefix)
+    with store_factory.open() as mem:
+        written: list[int] = []
+        # public, alice's, bob's, erin's is public only, apollo's team
+        assert mem.build_partition_directory(written.append) == 4
+        assert sum(written) == len(_directory_records(store_factory, prefix))
+        assert mem.build_partition_directory() == 4  # again: nothing changes
+    listed = [i for ids in _directory_records(store_factory, prefix) for i in ids]
+    assert len(set(listed)) == 8 + 4 + 8 + 3
+    with store_factory.open() as mem:
+        assert _seen(mem) == expected
+
+
+def test_a_read_only_store_refuses_a_backfill_and_stays_as_it_was(
+    tmp_path: Path, embedder: Embedder
+) -> None:
+    with Memento.open(tmp_path / "store", embedder=embedder) as mem:
+        _fill(mem)
+        expected = _seen(mem)
+    with Memento.open(tmp_path / "store", embedder=embedder, read_only=True) as mem:
+        with pytest.raises(ReadOnlyStore, match="read-only"):
+            mem.build_partition_directory()
+        assert _seen(mem) == expected
+
+
+def test_many_small_writes_are_merged_and_recall_stays_exact(
+    store_factory: StoreFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every write starts a record that is sealed at once; the next load of the partition
+    merges them."""
+    monkeypatch.setattr("memento_core._storage._directory.SEAL_AFTER_US", 0)
+    with store_factory.open() as mem:
+        prefix = mem.collection_prefix
+        kept = {mem.remember(d.content, scope=ALICE) for d in _drafts(ALICE, 30)}
+        forgotten = mem.remember("alice private note: an old budget figure", scope=ALICE)
+        mem.forget(forgotten, hard=True)
+    before = len(_directory_records(store_factory, prefix))
+    assert before == 31
+    with store_factory.open() as mem:
+        assert _seen(mem)[ALICE] == kept
+    after = _directory_records(store_factory, prefix)
+    assert len(after) == 1
+    assert set(after[0]) == kept  # a merge drops what left the partition
+    with store_factory.open() as mem:
+        assert _seen(mem)[ALICE] == kept
+
+
+def test_erasing_a_user_leaves_none_of_their_ids_in_the_directory(
+    store_factory: StoreFactory,
+) -> None:
+    with store_factory.open() as mem:
+        _fill(mem)
+        prefix = mem.collection_prefix
+        report = mem.erase_user("alice")
+        assert len(report.memories) == 12
+        listed = {i for ids in _directory_records(store_factory, prefix) for i in ids}
+        assert listed and not listed & set(report.memories)
+        assert not _seen(mem)[BOB] & set(report.memories)
+
+
+def test_the_command_line_backfills_an_older_store(
+    tmp_path: Path,
+    embedder: Embedder,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setattr(memento_module, "default_embedder", lambda: embedder)
+    path = tmp_path / "main"
+    with Memento.open(path, embedder=embedder) as mem:
+        _fill(mem)
+        prefix = mem.collection_prefix
+    client = chromadb.PersistentClient(path=str(path))
+    client.delete_collection(f"{prefix}_partitions")
+    client.get_collection(f"{prefix}_meta").delete(ids=["partition_directory"])
+    assert main(["build-directory", "--path", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert out.strip() == "listed 4 partitions; recalls now read them by id"
