@@ -312,8 +312,10 @@ class Engine:
 
     def build_partition_directory(self, on_progress: Callable[[int], None] | None = None) -> int:
         """List every stored memory in the partition directory (a store written before it had
-        one); returns the partitions listed."""
+        one); returns the partitions listed, 0 when the directory was complete already."""
         self.check_writable()
+        if self.store.directory.complete():
+            return 0
         listed = list(
             self.store.item_partitions(
                 lambda meta: partition_digests(

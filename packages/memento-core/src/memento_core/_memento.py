@@ -237,8 +237,8 @@ class Memento:
         """List every stored memory in the store's partition directory, which lets a recall
         read a user's memories by id. A store created by this version has it; one written by
         an older Memento gains it partition by partition on first use, or all at once here
-        (safe beside other writers, and to repeat). ``on_progress`` gets the directory records
-        written. Returns the partitions listed."""
+        (safe beside other writers). ``on_progress`` gets the directory records written.
+        Returns the partitions listed: 0 when the directory was complete already."""
         return self._engine.build_partition_directory(on_progress)
 
     @property
