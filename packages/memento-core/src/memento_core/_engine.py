@@ -365,6 +365,7 @@ class Engine:
             if now - shared.since > FEED_RETENTION_US // 2:
                 # Idle past the feed's retention: entries may be gone; start again from empty.
                 shared.partitions.clear()
+                self.store.forget_cached()
                 shared.applied.clear()
                 shared.since = now - OVERLAP_US
                 self.hotwords_changed()
@@ -380,8 +381,11 @@ class Engine:
         partitions = shared.partitions
         fresh = [c for c in changes if c.id not in shared.applied]
         if fresh:
+            self.store.forget_cached(i for change in fresh for i in change.ids)
+        indexed = [c for c in fresh if c.op != "touch"]  # a touch changes no index
+        if indexed:
             latest: dict[str, tuple[str, tuple[str, ...] | None]] = {}
-            for change in fresh:  # oldest first: the last word on an id wins
+            for change in indexed:  # oldest first: the last word on an id wins
                 for n, memory_id in enumerate(change.ids):
                     digests = change.partitions[n] if change.partitions else None
                     latest[memory_id] = (change.op, digests)
@@ -398,10 +402,10 @@ class Engine:
                     )
                 ]
             )
-            for change in fresh:
-                shared.applied[change.id] = change.at
-                shared.since = max(shared.since, change.at)
             self.hotwords_changed()
+        for change in fresh:
+            shared.applied[change.id] = change.at
+            shared.since = max(shared.since, change.at)
         horizon = shared.since - OVERLAP_US
         for change_id in [i for i, at in shared.applied.items() if at < horizon]:
             del shared.applied[change_id]

@@ -11,8 +11,9 @@ A team memory belongs to its owner's partition and to its project's; the index h
 while either is loaded. A recall needs at most three partitions (``needed_by``); one not loaded
 yet is read from the store by id, the ids taken from the store's partition directory
 (``_storage._directory``; an equality read, ``partition_where``, where a store older than the
-directory has none for it yet). Opening a store reads nothing. When the index grows past its budget, the partitions used least recently are evicted
-(never the ones being asked for) and the index is compacted.
+directory has none for it yet). Opening a store reads nothing. When the index grows past its
+budget, the partitions used least recently are evicted (never the ones being asked for) and the
+index is compacted.
 
 The statistics BM25 ranks with are taken over what the viewer may see (``CandidateIndex``), so
 a viewer's results do not depend on which other partitions happen to be loaded.

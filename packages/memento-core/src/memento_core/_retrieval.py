@@ -117,7 +117,7 @@ def candidates(
         if not wanted:
             return
         # Noted uses folded in: one may have restarted an expiry clock the store has not seen.
-        for item in engine.usage.read_fresh(lambda: engine.store.items_by_id(wanted)):
+        for item in engine.usage.read_fresh(lambda: engine.store.cached_items(wanted)):
             if is_visible(item, viewer) and recall_filter.admits(item, moment):
                 admitted[item.id] = item
         rejected.update(i for i in wanted if i not in admitted)

@@ -11,7 +11,8 @@ from __future__ import annotations
 import json
 import os
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,6 +33,8 @@ from memento_core.errors import StoreUnavailable
 
 Where = Mapping[str, Any]
 WHERE_PAGE = 10_000
+ITEM_CACHE = 50_000
+"""Memories recall keeps as read (``Repository.cached_items``): about 1.5 KB each."""
 
 SIDE_OWNER_KEY = "user_id"
 """The metadata field of a side record that names the user it belongs to (see
@@ -63,7 +66,8 @@ class IndexRecord:
 
 @dataclass(frozen=True)
 class Change:
-    """One entry of the change feed: memories written (``put``) or erased (``erase``). A put
+    """One entry of the change feed: memories written (``put``), erased (``erase``) or with
+    fields changed that no index depends on (``touch``: usage, pins, soft forgetting). A put
     gives each memory's partitions as digests (``_partitions.digest``: no user's name is in the
     feed), so a reader re-reads only what its index wants; older entries give none."""
 
@@ -172,6 +176,11 @@ class Repository:
         self._side: dict[str, SideRecords] = {}
         self._registered: set[str] = set()
         self.changes = self.side_records("changes")
+        # Recall's reads of held memories (``cached_items``); kept fresh by this repository's
+        # writes and, for other processes' writes, by the change feed (``forget_cached``).
+        self._cache: OrderedDict[str, MemoryItem] = OrderedDict()
+        self._cache_lock = threading.Lock()
+        self._cache_generation = 0
         self.directory = PartitionDirectory(self.side_records("partitions"), chroma.meta)
         """Which memories each partition holds (``_directory``)."""
         if info.created:
@@ -195,6 +204,38 @@ class Repository:
             item_from_record(i, d or "", m)
             for i, m, d in zip(found["ids"], found["metadatas"], found["documents"])
         ]
+
+    def cached_items(self, ids: Sequence[str]) -> list[MemoryItem]:
+        """The memories with these ids that exist, as stored when last read or written here:
+        recall's read. A Chroma read by id grows with the collection (about 0.25 ms a memory
+        at 1M), and a recall reads a hundred; the cache holds ``ITEM_CACHE`` memories.
+        Another process's change shows once the change feed is applied (``forget_cached``),
+        within the freshness bound, as its new memories do."""
+        with self._cache_lock:
+            found = {i: self._cache[i] for i in ids if i in self._cache}
+            for memory_id in found:
+                self._cache.move_to_end(memory_id)
+            generation = self._cache_generation
+        missing = [i for i in dict.fromkeys(ids) if i not in found]
+        read = self.items_by_id(missing)
+        with self._cache_lock:
+            # Not kept if anything was forgotten meanwhile: the read may predate that change.
+            if generation == self._cache_generation:
+                for item in read:
+                    self._cache[item.id] = item
+                while len(self._cache) > ITEM_CACHE:
+                    self._cache.popitem(last=False)
+        return [*found.values(), *read]
+
+    def forget_cached(self, ids: Iterable[str] | None = None) -> None:
+        """Drop these memories (all, without ``ids``) from the cache: they changed."""
+        with self._cache_lock:
+            self._cache_generation += 1
+            if ids is None:
+                self._cache.clear()
+            else:
+                for memory_id in ids:
+                    self._cache.pop(memory_id, None)
 
     def find_items(self, where: Where | None = None) -> list[MemoryItem]:
         """Every memory matching ``where`` (all of them without it), in pages."""
@@ -328,27 +369,32 @@ class Repository:
                     ],
                 )
         ids = [item.id for item in items]
+        self.forget_cached(ids)
         self.directory.append(ids, partitions)
         return self.log_change("put", ids, partitions)
 
     def set_fields(
         self, ids: Sequence[str], fields: Mapping[str, Any] | Sequence[Mapping[str, Any]]
-    ) -> None:
+    ) -> Change | None:
         """Change flat fields of stored memories: the same ``fields`` for all, or one each.
-        Fields no index depends on (usage, pins, marks), so the change feed is not told."""
+        Fields no index depends on (usage, pins, marks); the change feed is told (``touch``)
+        so other processes read the memories again instead of from their caches."""
         if not ids:
-            return
+            return None
         metadatas = [dict(fields)] * len(ids) if isinstance(fields, Mapping) else list(fields)
         for start in range(0, len(ids), PAGE):
             self._items.update(
                 ids=list(ids[start : start + PAGE]),
                 metadatas=[dict(m) for m in metadatas[start : start + PAGE]],
             )
+        self.forget_cached(ids)
+        return self.log_change("touch", ids)
 
     def delete_items(self, ids: Sequence[str]) -> Change | None:
         """Erase memories and their vectors, and log it in the change feed."""
         for start in range(0, len(ids), PAGE):
             self._items.delete(ids=list(ids[start : start + PAGE]))
+        self.forget_cached(ids)
         return self.log_change("erase", ids)
 
     def items_following(self, ids: Sequence[str]) -> list[MemoryItem]:
