@@ -26,6 +26,8 @@ PER_MEMORY_BYTES = 200
 """Index memory a memory costs besides its vector and postings: its id string, the id → row
 entry, the row arrays (measured: about 190 bytes for a 40-character id)."""
 COMPACT_MIN_DEAD = 4_096
+MAX_RUNS = 256
+"""Above this many runs of consecutive visible rows, the product gathers the rows instead."""
 
 _WORD = re.compile(r"[^\W_]+")
 _CJK = re.compile(
@@ -390,17 +392,36 @@ class CandidateIndex:
                 return []
             unit = query / (norm or 1.0)
             visible = np.flatnonzero(self._visible_mask(viewer_user, viewer_project))
-            if 2 * visible.size < size:
-                # Only the rows the viewer may see: the product reads a fraction of the matrix,
-                # and reading it is what the product costs (2.5x faster at 15% of 100k rows).
-                similarity = np.take(self._vectors, visible, axis=0) @ unit
-            else:
-                similarity = (self._vectors[:size] @ unit)[visible]
+            similarity = self._similarity(visible, unit, size)
             best = np.arange(visible.size)
             if visible.size > limit:
                 best = np.argpartition(-similarity, limit - 1)[:limit]
             best = best[np.argsort(-similarity[best], kind="stable")]
             return [(self._ids[visible[i]], float(similarity[i])) for i in best]
+
+    def _similarity(self, visible: Any, unit: Any, size: int) -> Any:
+        """``unit``'s product with the rows ``visible`` (sorted positions). Reading the matrix
+        is what the product costs, so only the rows the viewer may see are read. A partition
+        is loaded into consecutive rows, so they usually form a few runs, each a product over
+        a view; rows scattered over too many runs are gathered first, a copy (50,000 of 200,000
+        rows in 200 runs: 9 ms, against 32 ms gathered)."""
+        import numpy as np
+
+        if not visible.size:
+            return np.zeros(0, dtype=np.float32)
+        breaks = np.flatnonzero(np.diff(visible) != 1) + 1
+        if breaks.size < MAX_RUNS:
+            starts = np.concatenate(([0], breaks))
+            ends = np.concatenate((breaks, [visible.size]))
+            return np.concatenate(
+                [
+                    self._vectors[visible[start] : visible[end - 1] + 1] @ unit
+                    for start, end in zip(starts.tolist(), ends.tolist())
+                ]
+            )
+        if 2 * visible.size < size:
+            return np.take(self._vectors, visible, axis=0) @ unit
+        return (self._vectors[:size] @ unit)[visible]
 
     def vector(self, memory_id: str) -> Any:
         """The memory's unit vector (KeyError when it is not in the index)."""
