@@ -28,6 +28,7 @@ from memento_core._candidate_index import CandidateIndex
 from memento_core._drafts import check_id
 from memento_core._model import MemoryItem, Scope, utcnow
 from memento_core._partitions import (
+    PUBLIC,
     TEAM,
     USER,
     Entry,
@@ -293,7 +294,8 @@ class Engine:
                 directory.write_base(name, ids)
         else:
             ids = listed.ids
-        records: Iterable[IndexRecord] = self.store.index_records(ids)
+        # A user's or a project's memories are what its recall reads next: cached as read.
+        records: Iterable[IndexRecord] = self.store.index_records(ids, cache=key != PUBLIC)
         if self.read_only and not self.store.shared:
             # A read-only embedded process cannot read vectors written after its client
             # opened; such a read fails as a whole, so the partition's text is embedded again.

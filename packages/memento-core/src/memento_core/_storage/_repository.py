@@ -218,14 +218,18 @@ class Repository:
             generation = self._cache_generation
         missing = [i for i in dict.fromkeys(ids) if i not in found]
         read = self.items_by_id(missing)
+        self._keep(read, generation)
+        return [*found.values(), *read]
+
+    def _keep(self, items: Sequence[MemoryItem], generation: int) -> None:
+        """Cache memories read when the cache was at ``generation``; not if anything was
+        forgotten since: the read may predate that change."""
         with self._cache_lock:
-            # Not kept if anything was forgotten meanwhile: the read may predate that change.
-            if generation == self._cache_generation:
-                for item in read:
+            if items and generation == self._cache_generation:
+                for item in items:
                     self._cache[item.id] = item
                 while len(self._cache) > ITEM_CACHE:
                     self._cache.popitem(last=False)
-        return [*found.values(), *read]
 
     def forget_cached(self, ids: Iterable[str] | None = None) -> None:
         """Drop these memories (all, without ``ids``) from the cache: they changed."""
@@ -306,13 +310,19 @@ class Repository:
             yield memory_id, partitions_of(meta)
 
     def index_records(
-        self, ids: Sequence[str], *, with_vectors: bool = True
+        self, ids: Sequence[str], *, with_vectors: bool = True, cache: bool = False
     ) -> Iterator[IndexRecord]:
         """What the candidate index needs of these memories, read by id in pages. Without
-        vectors, ``vector`` is None: the caller embeds the text again."""
+        vectors, ``vector`` is None: the caller embeds the text again. With ``cache``, the
+        memories read are also kept for recall (``cached_items``), which would read them
+        again at once: a cold user's own memories."""
         include = ["metadatas", "documents", *(["embeddings"] if with_vectors else [])]
+        generation = self._cache_generation
         records = self._chroma.records_by_id(self._items, list(ids), include=include)
+        items: list[MemoryItem] = []
         for memory_id, meta, document, vector in records:
+            if cache:
+                items.append(item_from_record(memory_id, document or "", meta))
             yield IndexRecord(
                 memory_id,
                 document or "",
@@ -321,6 +331,7 @@ class Repository:
                 meta["privacy"],
                 vector,
             )
+        self._keep(items, generation)
 
     def vectors_by_hash(self, hashes: Sequence[str]) -> dict[str, Any]:
         """Stored vectors of texts with these hashes (identical text stored in another scope)."""
