@@ -1,7 +1,8 @@
 """Storage: the only code that speaks Chroma.
 
 ``_chroma`` opens a store (a directory or a server) and explains failures; ``_lock`` keeps one
-writing process per embedded store; ``_records`` converts records; ``_repository`` offers every
+writing process per embedded store; ``_records`` converts records; ``_side`` keeps records
+without vectors; ``_directory`` lists each partition's memories; ``_repository`` offers every
 read and write the work modules need, and the change feed other instances catch up from.
 """
 
@@ -33,9 +34,8 @@ from memento_core._storage._repository import (
     Change,
     IndexRecord,
     Repository,
-    SideRecord,
-    SideRecords,
 )
+from memento_core._storage._side import SideRecord, SideRecords
 
 __all__ = [
     "EPOCH",

@@ -29,10 +29,9 @@ import time
 from collections import OrderedDict, defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from memento_core._storage._repository import SideRecords
+from memento_core._storage._side import SideRecords
 
 CHUNK = 500
 """Ids per record: a record is rewritten whole on each append, so it stays small (~20 KB)."""
