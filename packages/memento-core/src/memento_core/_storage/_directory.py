@@ -70,6 +70,15 @@ def _now_us() -> int:
     return time.time_ns() // 1000
 
 
+def _by_digest(ids: Sequence[str], digests: Sequence[Sequence[str]]) -> dict[str, list[str]]:
+    """Memory ids grouped by partition: ``ids[n]`` is in the partitions ``digests[n]``."""
+    grouped: dict[str, list[str]] = defaultdict(list)
+    for memory_id, memory_digests in zip(ids, digests):
+        for d in memory_digests:
+            grouped[d].append(memory_id)
+    return grouped
+
+
 def _chunks(ids: Sequence[str]) -> list[Sequence[str]]:
     return [ids[start : start + CHUNK] for start in range(0, len(ids), CHUNK)]
 
@@ -126,10 +135,7 @@ class PartitionDirectory:
 
     def append(self, ids: Sequence[str], digests: Sequence[Sequence[str]]) -> None:
         """List memory ``ids[n]`` in its partitions ``digests[n]``, in this writer's records."""
-        by_digest: dict[str, list[str]] = defaultdict(list)
-        for memory_id, memory_digests in zip(ids, digests):
-            for d in memory_digests:
-                by_digest[d].append(memory_id)
+        by_digest = _by_digest(ids, digests)
         with self._lock:
             now = _now_us()
             touched: dict[str, tuple[str, _Record, list[str]]] = {}
@@ -189,10 +195,7 @@ class PartitionDirectory:
         """List every stored memory (``ids`` with their partitions' ``digests``), then mark
         the directory complete; returns how many partitions were listed. Safe to run again
         (the records have fixed ids) and beside writers (they list their own writes)."""
-        by_digest: dict[str, list[str]] = defaultdict(list)
-        for memory_id, memory_digests in zip(ids, digests):
-            for d in memory_digests:
-                by_digest[d].append(memory_id)
+        by_digest = _by_digest(ids, digests)
         records = [
             (d, _Record(f"{d}:fill:{n}", 0), list(chunk))
             for d, members in by_digest.items()
