@@ -125,8 +125,8 @@ def test_a_steady_stream_of_recalls_defers_the_write_until_it_pauses() -> None:
     try:
         end = time.monotonic() + 0.4
         while time.monotonic() < end:
-            usage.note_activity()
-            note(usage, "a", "b")
+            with usage.recalling():
+                note(usage, "a", "b")
             time.sleep(0.01)
         assert write.calls == []  # busy: nothing written yet
         deadline = time.monotonic() + 10
@@ -134,6 +134,22 @@ def test_a_steady_stream_of_recalls_defers_the_write_until_it_pauses() -> None:
             time.sleep(0.05)
         assert len(write.calls) == 1
         assert set(write.calls[0]) == {"a", "b"} and write.calls[0]["a"]["access_count"] > 1
+    finally:
+        usage.close()
+
+
+def test_no_write_lands_while_a_recall_runs_longer_than_idle() -> None:
+    write = Recorded()
+    usage = recorder(write, idle=0.05, max_delay=60.0)
+    try:
+        note(usage, "a")
+        with usage.recalling():  # a slow cold recall: many times ``idle``
+            time.sleep(0.5)
+            assert write.calls == []
+        deadline = time.monotonic() + 10
+        while not write.calls and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert write.calls == [{"a": {"access_count": 1}}]
     finally:
         usage.close()
 

@@ -64,10 +64,10 @@ def recall(
             f"weights must be RankingWeights or a mapping of weights, got {type(weights).__name__}"
         )
     moment = as_utc(now, "now") if now else utcnow()
-    engine.usage.note_activity()
     depth = max(engine.candidates, limit * 3)
     query_vector = engine.embedder.embed_query(query)
-    found, stored = candidates(engine, query, query_vector, viewer, recall_filter, moment, depth)
+    with engine.usage.recalling():  # no usage write competes with recall's reads
+        found, stored = candidates(engine, query, query_vector, viewer, recall_filter, moment, depth)
     results = rank(found, limit=limit, now=moment, weights=chosen, min_relevance=min_relevance)
     # Matched words only for what is returned: tokenising every candidate costs more.
     results = [

@@ -10,9 +10,10 @@ points of R@5).
 Writing the counts back to Chroma costs more than the recall itself (an embedded Chroma update
 takes ~7 ms plus ~0.25 ms a memory, and holds the GIL all along, so a recall running meanwhile
 waits). So a recall only notes which memories it returned, and the notes are written once no
-recall has started for ``idle`` seconds — between a user's turns, not in the middle of a burst of
-recalls. A steady stream of recalls defers the write at most ``max_delay`` seconds or
-``max_pending`` memories. ``get`` and recall fold the noted uses into what they read
+recall has run for ``idle`` seconds — between a user's turns, never in the middle of a burst of
+recalls nor while one runs (a cold recall on a server can outlast ``idle``; a write landing
+then made it wait on the store: its p95 at 1M went from 372 to X ms). A steady stream of
+recalls defers the write at most ``max_delay`` seconds or ``max_pending`` memories. ``get`` and recall fold the noted uses into what they read
 (``with_pending``, ``read_fresh``) instead of writing them first — under load a write per
 ``get`` would cost more than the read; bulk reads (``items``, exports) and ``close`` write them
 at once, so no caller sees a stale count. Usage is a soft ranking signal: uses noted since the
@@ -21,11 +22,12 @@ last write are lost if the process dies.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -71,13 +73,22 @@ class UsageRecorder:
         self._writes_ended = 0  # a reader that saw this change may have read around a write
         self._oldest = 0.0  # monotonic time of the oldest unwritten use
         self._last_activity = 0.0
+        self._recalls_running = 0
         self._wake = threading.Event()
         self._stopped = False
         self._thread: threading.Thread | None = None
 
-    def note_activity(self) -> None:
-        """A recall is starting: hold the write back until recall has been idle a while."""
-        self._last_activity = time.monotonic()
+    @contextlib.contextmanager
+    def recalling(self) -> Iterator[None]:
+        """A recall runs: hold the write back until no recall has run for ``idle`` seconds."""
+        with self._lock:
+            self._recalls_running += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._recalls_running -= 1
+                self._last_activity = time.monotonic()
 
     def record(self, items: Iterable[MemoryItem], moment: datetime, *, uses: int = 1) -> None:
         """Note ``uses`` uses (0: an access) of each item, as stored or as recall returned it
@@ -162,8 +173,9 @@ class UsageRecorder:
         if not self._pending:
             return False
         now = time.monotonic()
+        idle = self._recalls_running == 0 and now - self._last_activity >= self._idle
         return (
-            now - self._last_activity >= self._idle
+            idle
             or now - self._oldest >= self._max_delay
             or len(self._pending) >= self._max_pending
         )
