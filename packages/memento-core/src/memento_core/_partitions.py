@@ -187,25 +187,22 @@ class PartitionedIndex:
 
     def _put_all(self, entries: Sequence[Entry]) -> None:
         with self._lock:
+            indexed = []
             for entry in entries:
-                self._put(entry)
+                memory_id, _, visibility, _ = entry
+                self._remove(memory_id)
+                keys = tuple(k for k in partitions_of(visibility) if k in self._members)
+                if keys:
+                    indexed.append(entry)
+                    self._keys_of[memory_id] = keys
+                    for key in keys:
+                        self._members[key].add(memory_id)
+            self.index.add_many(indexed)
 
     def put(self, entry: Entry) -> None:
         """A memory as stored now: indexed when one of its partitions is loaded, else
         dropped (it may have moved out of a loaded partition)."""
-        with self._lock:
-            self._put(entry)
-
-    def _put(self, entry: Entry) -> None:
-        memory_id, text, visibility, vector = entry
-        self._remove(memory_id)
-        keys = tuple(k for k in partitions_of(visibility) if k in self._members)
-        if not keys:
-            return
-        self.index.add(memory_id, text, visibility, vector)
-        self._keys_of[memory_id] = keys
-        for key in keys:
-            self._members[key].add(memory_id)
+        self._put_all([entry])
 
     def remove(self, memory_ids: Iterable[str]) -> None:
         with self._lock:

@@ -67,7 +67,9 @@ def recall(
     depth = max(engine.candidates, limit * 3)
     query_vector = engine.embedder.embed_query(query)
     with engine.usage.recalling():  # no usage write competes with recall's reads
-        found, stored = candidates(engine, query, query_vector, viewer, recall_filter, moment, depth)
+        found, stored = candidates(
+            engine, query, query_vector, viewer, recall_filter, moment, depth
+        )
     results = rank(found, limit=limit, now=moment, weights=chosen, min_relevance=min_relevance)
     # Matched words only for what is returned: tokenising every candidate costs more.
     results = [

@@ -11,13 +11,13 @@ Writing the counts back to Chroma costs more than the recall itself (an embedded
 takes ~7 ms plus ~0.25 ms a memory, and holds the GIL all along, so a recall running meanwhile
 waits). So a recall only notes which memories it returned, and the notes are written once no
 recall has run for ``idle`` seconds — between a user's turns, never in the middle of a burst of
-recalls nor while one runs (a cold recall on a server can outlast ``idle``; a write landing
-then made it wait on the store: its p95 at 1M went from 372 to X ms). A steady stream of
-recalls defers the write at most ``max_delay`` seconds or ``max_pending`` memories. ``get`` and recall fold the noted uses into what they read
-(``with_pending``, ``read_fresh``) instead of writing them first — under load a write per
-``get`` would cost more than the read; bulk reads (``items``, exports) and ``close`` write them
-at once, so no caller sees a stale count. Usage is a soft ranking signal: uses noted since the
-last write are lost if the process dies.
+recalls nor while one runs (a cold recall on a 1M server store can outlast ``idle``, and a
+write landing meanwhile made it wait seconds on the store). A steady stream of recalls defers
+the write at most ``max_delay`` seconds or ``max_pending`` memories. ``get`` and recall fold
+the noted uses into what they read (``with_pending``, ``read_fresh``) instead of writing them
+first — under load a write per ``get`` would cost more than the read; bulk reads (``items``,
+exports) and ``close`` write them at once, so no caller sees a stale count. Usage is a soft
+ranking signal: uses noted since the last write are lost if the process dies.
 """
 
 from __future__ import annotations
@@ -175,9 +175,7 @@ class UsageRecorder:
         now = time.monotonic()
         idle = self._recalls_running == 0 and now - self._last_activity >= self._idle
         return (
-            idle
-            or now - self._oldest >= self._max_delay
-            or len(self._pending) >= self._max_pending
+            idle or now - self._oldest >= self._max_delay or len(self._pending) >= self._max_pending
         )
 
     def _run(self) -> None:
