@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import inspect
+import threading
 import unicodedata
 from collections.abc import Sequence
 from datetime import datetime, timedelta, timezone
@@ -140,15 +141,22 @@ def test_remember_many_returns_ids_in_order_and_reports_progress(mem: Memento) -
     texts = [f"Fact number {n}: the {word} is on shelf {n}" for n, word in
              enumerate(["atlas", "globe", "compass", "sextant", "telescope"])]  # fmt: skip
     progress: list[int] = []
+    threads: set[threading.Thread] = set()
+
+    def advance(done: int) -> None:
+        progress.append(done)
+        threads.add(threading.current_thread())
+
     ids = mem.remember_many(
         [MemoryDraft(text, scope=ANN, tags=[f"n:{n}"]) for n, text in enumerate(texts)],
         batch_size=2,
-        on_progress=progress.append,
+        on_progress=advance,
     )
     assert len(ids) == len(set(ids)) == 5
     assert [mem.get(i).content for i in ids] == texts
     assert [mem.get(i).tags for i in ids] == [(f"n:{n}",) for n in range(5)]
     assert progress == [2, 2, 1]
+    assert threads == {threading.current_thread()}  # writes run in a worker; progress here
     assert mem.remember(texts[3], scope=ANN) == ids[3]
 
 
