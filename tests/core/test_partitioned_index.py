@@ -9,7 +9,15 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from memento_core import Embedder, IndexStatus, InvalidInput, Memento, MemoryDraft, Scope
+from memento_core import (
+    Embedder,
+    IndexStatus,
+    InvalidInput,
+    Memento,
+    MemoryDraft,
+    Scope,
+    _vector_rows,
+)
 
 if TYPE_CHECKING:
     from conftest import StoreFactory
@@ -119,6 +127,23 @@ def test_a_small_budget_evicts_and_recalls_stay_the_same(store_factory: StoreFac
         status = mem.index_status()
     assert status.evictions > 0
     assert status.bytes < roomy.bytes
+
+
+def test_recall_is_the_same_when_the_vectors_span_many_blocks(
+    store_factory: StoreFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The index keeps its vectors in blocks (16,384 rows each); with blocks of 4 rows every
+    partition spans several, and eviction's compaction moves rows between them."""
+    viewers = [ALICE, BOB, CAROL, Scope(user_id="dave", project_id="apollo")]
+    with store_factory.open() as mem:
+        _fill(mem)
+        expected = {viewer: _answers(mem, viewer) for viewer in viewers}
+        roomy = mem.index_status()
+    monkeypatch.setattr(_vector_rows, "BLOCK_ROWS", 4)
+    with store_factory.open(index_budget_mb=0.6 * roomy.bytes / 2**20) as mem:
+        for viewer in [*viewers, *reversed(viewers)]:
+            assert _same(_answers(mem, viewer), expected[viewer]), viewer
+        assert mem.index_status().evictions > 0
 
 
 def test_writes_reach_loaded_partitions_and_wait_in_the_store_for_others(

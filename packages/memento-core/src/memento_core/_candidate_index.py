@@ -16,6 +16,7 @@ from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
+from memento_core._vector_rows import VectorRows
 from memento_core._visibility import PRIVACY_CODES, Visibility, visible_mask
 
 if TYPE_CHECKING:
@@ -26,8 +27,6 @@ PER_MEMORY_BYTES = 200
 """Index memory a memory costs besides its vector and postings: its id string, the id → row
 entry, the row arrays (measured: about 190 bytes for a 40-character id)."""
 COMPACT_MIN_DEAD = 4_096
-MAX_RUNS = 256
-"""Above this many runs of consecutive visible rows, the product gathers the rows instead."""
 
 _WORD = re.compile(r"[^\W_]+")
 _CJK = re.compile(
@@ -273,7 +272,7 @@ class CandidateIndex:
         self._postings: dict[str, tuple[array[int], array[float]]] = {}
         self._posting_entries = 0
         self._live_count = 0
-        self._vectors: Any = None  # float32 rows by position; capacity doubles as it fills
+        self._rows = VectorRows()  # unit vectors by position
 
     def nbytes(self, *, live: bool = False) -> int:
         """About how much memory the index holds: vectors, postings and per-memory entries
@@ -281,7 +280,7 @@ class CandidateIndex:
         ``live``, what it would hold once compacted (postings pro rata)."""
         with self._lock:
             rows = self._live_count if live else len(self._ids)
-            width = 0 if self._vectors is None else 4 * int(self._vectors.shape[1])
+            width = 4 * self._rows.width
             postings = 8 * self._posting_entries
             if live and self._ids:
                 postings = postings * self._live_count // len(self._ids)
@@ -315,8 +314,8 @@ class CandidateIndex:
             for memory_id, *_ in entries:
                 self.remove(memory_id)
             position = len(self._ids)
-            self._reserve(position + len(entries), units.shape[1])
-            self._vectors[position : position + len(entries)] = units
+            self._rows.reserve(position + len(entries), units.shape[1])
+            self._rows.put(position, units)
             for (memory_id, _, visibility, _), tokens in zip(entries, tokenized):
                 self._index_of[memory_id] = position
                 self._ids.append(memory_id)
@@ -338,18 +337,6 @@ class CandidateIndex:
                 self._live_count += 1
                 position += 1
 
-    def _reserve(self, rows: int, width: int) -> None:
-        """Room for ``rows`` vectors; capacity doubles, so filling it costs linear time."""
-        import numpy as np
-
-        if self._vectors is None:
-            self._vectors = np.zeros((max(64, rows), width), dtype=np.float32)
-        elif rows > len(self._vectors):
-            grown = np.zeros((max(2 * len(self._vectors), rows), width), dtype=np.float32)
-            used = len(self._ids)
-            grown[:used] = self._vectors[:used]
-            self._vectors = grown
-
     def remove(self, memory_id: str) -> None:
         """Take a memory out (its row stays, dead, until ``compact``)."""
         with self._lock:
@@ -370,10 +357,11 @@ class CandidateIndex:
             keep = np.flatnonzero(np.frombuffer(bytes(self._alive), dtype=np.uint8))
             remap = np.full(len(self._ids), -1, dtype=np.int32)
             remap[keep] = np.arange(keep.size, dtype=np.int32)
-            if self._vectors is not None:
-                rows = np.zeros((max(64, keep.size * 5 // 4), self._vectors.shape[1]), np.float32)
-                rows[: keep.size] = self._vectors[keep]
-                self._vectors = rows
+            if self._rows.width:
+                kept = self._rows.take(keep)
+                self._rows = VectorRows()
+                self._rows.reserve(keep.size, kept.shape[1])
+                self._rows.put(0, kept)
             self._ids = [self._ids[n] for n in keep.tolist()]
             self._index_of = {memory_id: n for n, memory_id in enumerate(self._ids)}
             self._lengths = _kept(self._lengths, keep, np.float32)
@@ -416,41 +404,17 @@ class CandidateIndex:
                 return []
             unit = query / (norm or 1.0)
             visible = np.flatnonzero(self._visible_mask(viewer_user, viewer_project))
-            similarity = self._similarity(visible, unit, size)
+            similarity = self._rows.similarity(visible, unit)
             best = np.arange(visible.size)
             if visible.size > limit:
                 best = np.argpartition(-similarity, limit - 1)[:limit]
             best = best[np.argsort(-similarity[best], kind="stable")]
             return [(self._ids[visible[i]], float(similarity[i])) for i in best]
 
-    def _similarity(self, visible: Any, unit: Any, size: int) -> Any:
-        """``unit``'s product with the rows ``visible`` (sorted positions). Reading the matrix
-        is what the product costs, so only the rows the viewer may see are read. A partition
-        is loaded into consecutive rows, so they usually form a few runs, each a product over
-        a view; rows scattered over too many runs are gathered first, a copy (50,000 of 200,000
-        rows in 200 runs: 9 ms, against 32 ms gathered)."""
-        import numpy as np
-
-        if not visible.size:
-            return np.zeros(0, dtype=np.float32)
-        breaks = np.flatnonzero(np.diff(visible) != 1) + 1
-        if breaks.size < MAX_RUNS:
-            starts = np.concatenate(([0], breaks))
-            ends = np.concatenate((breaks, [visible.size]))
-            return np.concatenate(
-                [
-                    self._vectors[visible[start] : visible[end - 1] + 1] @ unit
-                    for start, end in zip(starts.tolist(), ends.tolist())
-                ]
-            )
-        if 2 * visible.size < size:
-            return np.take(self._vectors, visible, axis=0) @ unit
-        return (self._vectors[:size] @ unit)[visible]
-
     def vector(self, memory_id: str) -> Any:
         """The memory's unit vector (KeyError when it is not in the index)."""
         with self._lock:
-            return self._vectors[self._index_of[memory_id]]
+            return self._rows.row(self._index_of[memory_id])
 
     def _visible_mask(self, viewer_user: str | None, viewer_project: str | None) -> Any:
         import numpy as np
