@@ -23,10 +23,9 @@ Per mode and size:
   1,000 users are active, then **RSS** and the index status; then 500 **warm** recalls over
   those 1,000 users. Recall is timed with the query vector known (query embedding excluded).
   Before it, the store's files are read once, so they are in the OS page cache as on a server
-  that has run a while (``--page-cache warm``, the default; the store is 5 GB at 1M and this
-  machine has 24 GB). With ``--cold-disk`` the serve is run a second time after dropping the
-  page cache (root only) and restarting the server: a machine just booted, every first read
-  from disk.
+  that has run a while (the store is 5 GB at 1M and this machine has 24 GB). With
+  ``--cold-disk`` the serve is run a second time after dropping the page cache (root only)
+  and restarting the server: a machine just booted, every first read from disk.
 
 A size whose build would not fit ``--time-box`` is skipped and said so; growth is extrapolated
 from the sizes measured.
