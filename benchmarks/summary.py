@@ -305,6 +305,17 @@ def render_markdown(report: dict[str, Any]) -> str:
                     f"{fig['warm_p50_ms']} / {fig['warm_p95_ms']} | {fig['rss_mb']} | "
                     f"{cell(fig['write_items_per_s'])} |"
                 )
+        held = scale.get("embedded_chroma_mb_at_1m")
+        if held:
+            lines += [
+                "",
+                "An embedded process is also the database: on its first read of the memory "
+                "collection, embedded Chroma loads that collection's whole vector index into "
+                f"the process, about {held['vectors']:,.0f} MB at 1,000,000 memories "
+                f"({held['placeholder']:,.0f} MB even with the vectors kept elsewhere), so the "
+                "embedded 1M row cannot meet the 1 GB RSS target; a Chroma server keeps it out "
+                "of the serving process (`chroma_footprint.md`).",
+            ]
         lines += ["", f"![serving a large store]({SCALE_PLOT})", ""]
     hot = report.get("hotwords")
     if hot:
@@ -503,6 +514,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             "curve": scale_curve(scale),
             "plot": SCALE_PLOT,
         }
+        footprint = load_result(results, "chroma_footprint")
+        if footprint is not None:
+            report["scale"]["embedded_chroma_mb_at_1m"] = footprint["at_one_million_mb"]
     markdown = render_markdown(report)
     write_report(results, "summary", report, markdown)
     print(markdown)
