@@ -18,6 +18,7 @@ from memento_core import (
     Scope,
     _vector_rows,
 )
+from memento_core._storage import _chroma as chroma_module
 
 if TYPE_CHECKING:
     from conftest import StoreFactory
@@ -144,6 +145,26 @@ def test_recall_is_the_same_when_the_vectors_span_many_blocks(
         for viewer in [*viewers, *reversed(viewers)]:
             assert _same(_answers(mem, viewer), expected[viewer]), viewer
         assert mem.index_status().evictions > 0
+
+
+def test_partitions_read_in_many_pages_index_every_memory(
+    store_factory: StoreFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A partition is read by id in pages, several in flight while the last one is indexed;
+    with pages of 5 memories every partition spans several, and a viewer's partitions are
+    read at once."""
+    viewers = [ALICE, BOB, CAROL, Scope(user_id="dave", project_id="apollo")]
+    with store_factory.open() as mem:
+        _fill(mem)
+        expected = {viewer: _answers(mem, viewer) for viewer in viewers}
+        whole = mem.index_status().memories
+    monkeypatch.setattr(chroma_module, "PAGE", 5)
+    with store_factory.open() as mem:
+        for viewer in viewers:
+            assert _same(_answers(mem, viewer), expected[viewer]), viewer
+        assert mem.index_status().memories == whole
+        hits = mem.recall("note", scope=ALICE, limit=50)
+        assert len(hits) == 12 + 6 + 4  # her own, apollo's team notes, the public ones
 
 
 def test_writes_reach_loaded_partitions_and_wait_in_the_store_for_others(

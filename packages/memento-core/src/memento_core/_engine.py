@@ -305,12 +305,16 @@ class Engine:
                 records = self._embedded_again(
                     list(self.store.index_records(ids, with_vectors=False))
                 )
-        entries = list(self._entries(records))
-        if listed is not None and len(listed.sealed) > MERGE_AT and not self.read_only:
-            directory.merge(
-                name, listed.sealed, [e[0] for e in entries if key in partitions_of(e[2])]
-            )
-        yield from entries
+        # Yielded as read, so the caller indexes a page while the next ones are read.
+        if listed is None or len(listed.sealed) <= MERGE_AT or self.read_only:
+            yield from self._entries(records)
+            return
+        held = []
+        for entry in self._entries(records):
+            if key in partitions_of(entry[2]):
+                held.append(entry[0])
+            yield entry
+        directory.merge(name, listed.sealed, held)
 
     def build_partition_directory(self, on_progress: Callable[[int], None] | None = None) -> int:
         """List every stored memory in the partition directory (a store written before it had

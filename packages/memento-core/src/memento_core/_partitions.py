@@ -183,7 +183,8 @@ class PartitionedIndex:
         finally:
             with self._lock:
                 self._filling.discard(key)
-        self.loads += 1
+        with self._lock:
+            self.loads += 1
 
     def _put_all(self, entries: Sequence[Entry]) -> None:
         with self._lock:
@@ -253,9 +254,9 @@ def load_partitions(
     keys: Sequence[str],
     read: Callable[[str], Iterator[Entry]],
 ) -> None:
-    """Load the partitions of ``keys`` that are missing (reading each with ``read``; several
-    at once, since each read waits mostly on the store), then keep the index within its
-    budget."""
+    """Load the partitions of ``keys`` that are missing (reading each with ``read`` and
+    indexing it as it is read; several at once, since each read waits mostly on the store),
+    then keep the index within its budget."""
     if not partitions.missing(keys):
         return
     with partitions.loading:
@@ -264,7 +265,5 @@ def load_partitions(
             partitions.add_partition(absent[0], read(absent[0]))
         elif absent:
             with ThreadPoolExecutor(len(absent), thread_name_prefix="memento-load") as pool:
-                read_all = list(pool.map(lambda key: list(read(key)), absent))
-            for key, entries in zip(absent, read_all):
-                partitions.add_partition(key, entries)
+                list(pool.map(lambda key: partitions.add_partition(key, read(key)), absent))
         partitions.evict(keep=keys)

@@ -15,7 +15,9 @@ import errno
 import os
 import shutil
 import threading
+from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,6 +35,8 @@ from memento_core.errors import (
 SCHEMA_VERSION = 1
 PLACEHOLDER_VECTOR = [1.0]
 PAGE = 2_000
+READ_AHEAD = 2
+"""Pages a read by id has in flight at once (``ChromaStore.records_by_id``)."""
 # What iter_records and records_by_id yield: (id, metadata, document, embedding).
 Record = tuple[str, Mapping[str, Any], str | None, Any]
 
@@ -245,11 +249,34 @@ class ChromaStore:
     def records_by_id(
         self, collection: Any, ids: Sequence[str], *, include: Sequence[str]
     ) -> Iterator[Record]:
-        """(id, metadata, document, embedding) of each of ``ids`` still stored, in pages."""
-        for start in range(0, len(ids), PAGE):
-            yield from _records(
-                collection.get(ids=list(ids[start : start + PAGE]), include=list(include))
+        """(id, metadata, document, embedding) of each of ``ids`` still stored, in pages, in
+        order. Past one page, the next ``READ_AHEAD`` pages are read while the caller takes
+        one: a page waits mostly on Chroma (SQLite reads, then decoding the vectors), and
+        two reads at once took 30% less time than one after the other at 1M on a server."""
+
+        def read(start: int) -> Mapping[str, Any]:
+            page: Mapping[str, Any] = collection.get(
+                ids=list(ids[start : start + PAGE]), include=list(include)
             )
+            return page
+
+        starts = range(0, len(ids), PAGE)
+        if len(starts) <= 1:
+            for start in starts:
+                yield from _records(read(start))
+            return
+        with ThreadPoolExecutor(READ_AHEAD, thread_name_prefix="memento-read") as pool:
+            pending: deque[Future[Mapping[str, Any]]] = deque()
+            try:
+                for start in starts:
+                    pending.append(pool.submit(read, start))
+                    if len(pending) > READ_AHEAD:
+                        yield from _records(pending.popleft().result())
+                while pending:
+                    yield from _records(pending.popleft().result())
+            finally:  # the caller stopped early or a read failed: read no further
+                for future in pending:
+                    future.cancel()
 
 
 def _records(page: Mapping[str, Any]) -> Iterator[Record]:
