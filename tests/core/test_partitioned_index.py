@@ -13,6 +13,7 @@ from memento_core import (
     Embedder,
     IndexStatus,
     InvalidInput,
+    InvalidScope,
     Memento,
     MemoryDraft,
     Scope,
@@ -145,6 +146,43 @@ def test_recall_is_the_same_when_the_vectors_span_many_blocks(
         for viewer in [*viewers, *reversed(viewers)]:
             assert _same(_answers(mem, viewer), expected[viewer]), viewer
         assert mem.index_status().evictions > 0
+
+
+def test_preload_loads_what_a_viewer_needs_so_its_first_recall_loads_nothing(
+    store_factory: StoreFactory,
+) -> None:
+    with store_factory.open() as mem:
+        _fill(mem)
+        expected = _answers(mem, ALICE)
+    with store_factory.open() as mem:
+        status = mem.preload(ALICE)
+        assert (status.partitions, status.memories, status.loads) == (3, 4 + 12 + 6, 3)
+        assert _same(_answers(mem, ALICE), expected)
+        assert mem.index_status().loads == 3
+    with store_factory.open() as mem:
+        status = mem.preload()  # the public memories and those stored without a user
+        assert (status.partitions, status.memories) == (2, 4)
+
+
+async def test_the_async_preload_loads_the_same(store_factory: StoreFactory) -> None:
+    with store_factory.open() as mem:
+        _fill(mem)
+    with store_factory.open() as mem:
+        status = await mem.apreload(BOB)
+        assert (status.partitions, status.memories) == (3, 4 + 12 + 6)
+
+
+@pytest.mark.parametrize("scope", [{"user_id": "alice"}, "alice", 7])
+def test_preload_refuses_what_is_not_a_scope_and_loads_nothing(
+    store_factory: StoreFactory, scope: object
+) -> None:
+    with store_factory.open() as mem:
+        _fill(mem)
+    with store_factory.open() as mem:
+        with pytest.raises(InvalidScope, match="scope must be a Scope"):
+            mem.preload(scope)  # type: ignore[arg-type]
+        assert mem.index_status().loads == 0
+        assert len(mem.recall("note", scope=ALICE, limit=50)) == 12 + 6 + 4
 
 
 def test_partitions_read_in_many_pages_index_every_memory(

@@ -28,6 +28,7 @@ from memento_core import (
     NotAMementoStore,
     Privacy,
     Scope,
+    StoreUnavailable,
 )
 
 if TYPE_CHECKING:
@@ -483,6 +484,28 @@ def test_a_chroma_directory_without_a_memento_store_is_refused(
     with pytest.raises(NotAMementoStore, match="someone_elses_data"):
         Memento.open(tmp_path, embedder=embedder)
     assert [c.name for c in client.list_collections()] == ["someone_elses_data"]
+
+
+def test_a_closed_store_says_so_and_reopening_finds_everything(
+    store_factory: StoreFactory,
+) -> None:
+    mem = store_factory.open()
+    kept = mem.remember("the ferry leaves at nine", scope=ANN)
+    mem.close()
+    calls = [
+        lambda: mem.recall("ferry", scope=ANN),
+        lambda: mem.remember("the ferry is late", scope=ANN),
+        lambda: mem.get(kept),
+        lambda: mem.preload(ANN),
+        mem.stats,
+    ]
+    for call in calls:
+        with pytest.raises(StoreUnavailable, match="was closed in this process"):
+            call()
+    with store_factory.open() as mem:
+        assert [h.item.content for h in mem.recall("ferry", scope=ANN)] == [
+            "the ferry leaves at nine"
+        ]
 
 
 def test_a_new_directory_becomes_a_store(embedder: Embedder, tmp_path: Path) -> None:

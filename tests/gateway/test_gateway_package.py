@@ -16,8 +16,9 @@ import pytest
 from websockets.asyncio.client import connect
 
 import memento_gateway
-from memento_core import InvalidInput, Memento
+from memento_core import Embedder, InvalidInput, Memento, Scope
 from memento_gateway import Space, load_keys, load_runnable
+from memento_gateway.cli import preload_public
 
 RUN_SECONDS = 600  # a guard against a hung command, not a timing assertion
 
@@ -121,6 +122,19 @@ def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def test_the_command_preloads_the_public_memories_beside_the_server(
+    tmp_path: Path, embedder: Embedder
+) -> None:
+    with Memento.open(tmp_path / "shared", embedder=embedder) as mem:
+        mem.remember("the office opens at eight", scope=Scope(user_id="bob"), privacy="public")
+        mem.remember("bob's locker code is 4411", scope=Scope(user_id="bob"))
+    with Memento.open(tmp_path / "shared", embedder=embedder) as mem:
+        preload_public(mem)
+        assert mem.index_status().memories == 1  # the public one, no user's own
+    mem.close()
+    preload_public(mem)  # a store failing here is reported by the first turn instead
 
 
 def test_the_console_command_serves_a_graph(tmp_path: Path) -> None:

@@ -11,7 +11,8 @@ import pytest
 from _mcp_support import CALL_SECONDS, server_command, server_env
 
 import memento_mcp
-from memento_mcp.cli import build_parser
+from memento_core import Embedder, Memento, Scope, StoreUnavailable
+from memento_mcp.cli import build_parser, warm_up
 
 
 def _run(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
@@ -86,3 +87,24 @@ def test_public_api_is_sorted_and_complete() -> None:
         assert hasattr(memento_mcp, name), name
     public = {n for n in vars(memento_mcp) if not n.startswith("_") and n[0].isupper()}
     assert public <= set(memento_mcp.__all__)
+
+
+def test_the_warm_up_loads_what_the_users_recalls_read(tmp_path: Path, embedder: Embedder) -> None:
+    alice = Scope(user_id="alice", project_id="apollo")
+    with Memento.open(tmp_path / "store", embedder=embedder) as mem:
+        mem.remember("alice's bike is the blue one", scope=alice)
+        mem.remember("the office opens at eight", scope=Scope(user_id="bob"), privacy="public")
+    with Memento.open(tmp_path / "store", embedder=embedder) as mem:
+        warm_up(mem, alice)
+        status = mem.index_status()
+        assert (status.partitions, status.memories) == (3, 2)  # hers, apollo's, public
+
+
+def test_a_store_failing_during_the_warm_up_is_left_to_the_first_call(
+    tmp_path: Path, embedder: Embedder
+) -> None:
+    mem = Memento.open(tmp_path / "store", embedder=embedder)
+    mem.close()
+    warm_up(mem, Scope(user_id="alice"))  # the first tool call reports it
+    with pytest.raises(StoreUnavailable, match="closed"):
+        mem.recall("bike", scope=Scope(user_id="alice"))

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import sys
+import threading
 
 from memento_core import Memento, MementoError
 from memento_gateway.loading import load_keys
@@ -38,10 +40,19 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def preload_public(mem: Memento) -> None:
+    """Load the public memories every space's recall reads (``Memento.preload``) beside the
+    server, so the first turn does not wait for them. A store that fails here fails again on
+    that turn, which reports it."""
+    with contextlib.suppress(MementoError):
+        mem.preload()
+
+
 async def _serve(args: argparse.Namespace) -> None:
     mem = Memento.open(args.path, url=args.url) if args.url else Memento.open(args.path)
     sys.path.insert(0, os.getcwd())  # module:attr is looked up from where the command runs
     keys = load_keys(args.keys, args.graph, mem)
+    threading.Thread(target=preload_public, args=(mem,), daemon=True).start()
     async with await Gateway(mem, keys).serve(args.host, args.port) as server:
         print(f"serving on ws://{args.host}:{args.port} (Ctrl-C to stop)", flush=True)
         await server.serve_forever()

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
 
-    from memento_core import Memento
+    from memento_core import Memento, Scope
 
 PROG = "memento-mcp-server"
 DISTRIBUTION = "memento-mcp-server"
@@ -126,8 +126,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         print(f"{PROG}: error: {err}", file=sys.stderr)
         raise SystemExit(EXIT_USAGE) from None
 
-    # Load the embedding model now, beside the server, so the first call does not wait for it.
-    threading.Thread(target=mem.embedder.embed_query, args=("warm up",), daemon=True).start()
+    threading.Thread(target=warm_up, args=(mem, scope), daemon=True).start()
     try:
         if args.transport == "stdio":
             server.run("stdio")
@@ -138,6 +137,17 @@ def main(argv: Sequence[str] | None = None) -> None:
             )  # fmt: skip
     except KeyboardInterrupt:
         pass
+
+
+def warm_up(mem: Memento, scope: Scope) -> None:
+    """Load the embedding model and what the user's recalls read (``Memento.preload``) beside
+    the server, so the first call waits for neither. A store that fails here fails again on
+    that call, which reports it."""
+    from memento_core import MementoError
+
+    mem.embedder.embed_query("warm up")
+    with contextlib.suppress(MementoError):
+        mem.preload(scope)
 
 
 def _open_store(args: argparse.Namespace) -> Memento:

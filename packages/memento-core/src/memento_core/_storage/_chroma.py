@@ -133,14 +133,18 @@ class ChromaStore:
             raise StoreUnavailable(f"no Chroma server answers at {url}: {err}") from err
         return cls(client, prefix=prefix, location=url)
 
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
     def close(self) -> None:
         """Release Chroma's client: its shared system stops with the last client on the path,
         so a later open reads the directory afresh."""
         if self._closed:
             return
-        self._closed = True
         with contextlib.suppress(Exception):  # closing is best effort; the data is committed
             self.client.close()
+        self._closed = True
 
     def attach(self, embedder_name: str, dimension: int) -> StoreInfo:
         """Create or check the collections; refuse a store built by another embedder."""
@@ -311,6 +315,11 @@ class Guarded:
         store = self._store
 
         def guarded(*args: Any, **kwargs: Any) -> Any:
+            if store.closed:  # Chroma's own error would name its internals
+                raise StoreUnavailable(
+                    f"the store {store.location} was closed in this process "
+                    "(Memento.close, or its with block ended); open it again with Memento.open"
+                )
             try:
                 return value(*args, **kwargs)
             except Exception as err:
