@@ -254,9 +254,10 @@ def load_partitions(
     keys: Sequence[str],
     read: Callable[[str], Iterator[Entry]],
 ) -> None:
-    """Load the partitions of ``keys`` that are missing (reading each with ``read`` and
-    indexing it as it is read; several at once, since each read waits mostly on the store),
-    then keep the index within its budget."""
+    """Load the partitions of ``keys`` that are missing (reading each with ``read``; several
+    at once, since each read waits mostly on the store, then indexed here: indexing them in
+    the reading threads made cold users slower, the threads contending for the interpreter),
+    then keep the index within its budget. One partition is indexed as it is read."""
     if not partitions.missing(keys):
         return
     with partitions.loading:
@@ -265,5 +266,7 @@ def load_partitions(
             partitions.add_partition(absent[0], read(absent[0]))
         elif absent:
             with ThreadPoolExecutor(len(absent), thread_name_prefix="memento-load") as pool:
-                list(pool.map(lambda key: partitions.add_partition(key, read(key)), absent))
+                read_all = list(pool.map(lambda key: list(read(key)), absent))
+            for key, entries in zip(absent, read_all):
+                partitions.add_partition(key, entries)
         partitions.evict(keep=keys)
