@@ -256,8 +256,9 @@ class ChromaStore:
         """(id, metadata, document, embedding) of each of ``ids`` still stored, in pages, in
         order. On a server, past one page, the next ``READ_AHEAD`` pages are read while the
         caller takes one: a page waits mostly on the server, and a process's first recall at
-        1M (the 50,000 public memories) went from 31 to 25 s (``scale.py``). Embedded, reads at once contend
-        in this process: that first recall at 100k was slower (2.2-2.6 s against 1.9 s)."""
+        1M (the 50,000 public memories) went from 31 to 25 s (``scale.py``). Embedded, reads
+        at once contend in this process: that first recall at 100k was slower (2.2-2.6 s
+        against 1.9 s)."""
 
         def read(start: int) -> Mapping[str, Any]:
             page: Mapping[str, Any] = collection.get(
