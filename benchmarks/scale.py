@@ -323,15 +323,19 @@ def extrapolate_embedded_rss(modes: dict[str, Any], size: int) -> float | None:
     (``chroma_footprint.py``): the embedded − server difference at the largest size both
     measured, scaled in proportion. A power law through two sizes would bend that line away."""
     embedded, server = modes.get("embedded", {}), modes.get("server", {})
-    if not server.get(str(size), {}).get("serve"):
+    if not _served(server, str(size)):
         return None
-    both = [int(n) for n, step in embedded.items() if step.get("serve") and n in server]
-    both = [n for n in both if server[str(n)].get("serve")]
+    both = [int(n) for n in embedded if _served(embedded, n) and _served(server, n)]
     if not both:
         return None
     n = max(both)
     chroma_part = _figure(embedded[str(n)], "rss") - _figure(server[str(n)], "rss")
     return float(f"{_figure(server[str(size)], 'rss') + chroma_part * size / n:.3g}")
+
+
+def _served(steps: dict[str, Any], size: str) -> bool:
+    """Whether a serve was measured at ``size`` in one mode's steps."""
+    return bool(steps.get(size, {}).get("serve"))
 
 
 def _figure(step: dict[str, Any], key: str) -> float:

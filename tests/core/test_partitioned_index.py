@@ -188,9 +188,9 @@ def test_preload_refuses_what_is_not_a_scope_and_loads_nothing(
 def test_partitions_read_in_many_pages_index_every_memory(
     store_factory: StoreFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A partition is read by id in pages, several in flight while the last one is indexed;
-    with pages of 5 memories every partition spans several, and a viewer's partitions are
-    read at once."""
+    """A partition is read by id in pages (on a server, the next ones in flight while one is
+    taken); with pages of 5 memories every partition spans several, and a viewer's partitions
+    are read at once."""
     viewers = [ALICE, BOB, CAROL, Scope(user_id="dave", project_id="apollo")]
     with store_factory.open() as mem:
         _fill(mem)

@@ -237,7 +237,7 @@ class Memento:
         """Load into this process's index now what recall for ``scope`` will need: the public
         memories and the scope's user's and project's (without a scope, those stored without
         a user). Opening a store loads nothing, so otherwise the first recall waits for it —
-        at 1M memories on a server, about 12 s for the 50,000 public ones. A long-running
+        at 1M memories on a server, about 25 s for the 50,000 public ones. A long-running
         server calls it once at start. The load counts against ``index_budget_mb`` like any
         other. Returns ``index_status()`` after it."""
         self._engine.ready_for(check_viewer(scope or Scope()))

@@ -183,8 +183,7 @@ class PartitionedIndex:
         finally:
             with self._lock:
                 self._filling.discard(key)
-        with self._lock:
-            self.loads += 1
+        self.loads += 1
 
     def _put_all(self, entries: Sequence[Entry]) -> None:
         with self._lock:
