@@ -14,7 +14,7 @@ export TOKENIZERS_PARALLELISM := false
 PACKAGES := -e packages/memento-minilm-onnx -e "packages/memento-core[torch]" \
 	-e packages/memento-langgraph -e packages/memento-llamaindex -e packages/memento-autogen \
 	-e packages/memento-mcp -e packages/memento-gateway
-DEV_TOOLS := pytest pytest-asyncio pytest-timeout hypothesis ruff mypy websockets build rank-bm25 \
+DEV_TOOLS := pytest pytest-asyncio pytest-timeout pytest-xdist hypothesis ruff mypy websockets build rank-bm25 \
 	matplotlib hatchling import-linter langgraph-checkpoint-conformance "autogen-ext[chromadb]" langmem
 
 $(BIN)/.installed: constraints.txt packages/*/pyproject.toml
@@ -31,14 +31,19 @@ install: $(BIN)/.installed
 demo: $(BIN)/.installed
 	$(BIN)/python examples/quickstart.py
 
+# Two workers (this machine has two cores), each with its own model and Chroma server; work
+# stealing evens out the long server-mode and fault tests. The 15 slowest tests are printed so
+# the cost stays visible.
+PYTEST := $(BIN)/python -m pytest -n 2 --dist worksteal --durations=15
+
 test: $(BIN)/.installed
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/lint-imports
-	$(BIN)/python -m pytest -m "not slow" ; status=$$?; [ $$status -eq 5 ] && status=0; exit $$status
+	$(PYTEST) -m "not slow" ; status=$$?; [ $$status -eq 5 ] && status=0; exit $$status
 
 test-slow: $(BIN)/.installed
-	$(BIN)/python -m pytest -m slow
+	$(PYTEST) -m slow
 
 lint: $(BIN)/.installed
 	$(BIN)/ruff check . && $(BIN)/ruff format --check . && $(BIN)/mypy && $(BIN)/lint-imports

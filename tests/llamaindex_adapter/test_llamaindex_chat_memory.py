@@ -125,7 +125,9 @@ def test_input_adds_recalled_memories_as_a_system_message_within_the_share(
     assert off.get(input="Where did I park?") == memory.get()
 
 
-@pytest.mark.parametrize("other", [42, 3.5, {"q": "parking"}, object()], ids=repr)
+@pytest.mark.parametrize(
+    "other", [42, 3.5, {"q": "parking"}, object()], ids=["int", "float", "dict", "object"]
+)
 async def test_get_with_an_input_that_is_not_text_returns_the_window_like_the_buffer(
     store: Memento, fresh: Callable[[str], str], other: object
 ) -> None:
