@@ -15,9 +15,9 @@ from __future__ import annotations
 import os
 import shutil
 import socket
-import tempfile
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from collections.abc import Iterator
