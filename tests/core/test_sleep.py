@@ -378,6 +378,80 @@ def test_a_near_duplicate_fact_is_merged_into_the_older_keeping_provenance(mem: 
     assert_each_episode_in_one_fact(mem, ANN)
 
 
+def test_a_cluster_that_summarises_to_a_merged_fact_feeds_the_fact_it_was_merged_into(
+    mem: Memento,
+) -> None:
+    def episodes(texts: Sequence[str], start: datetime, scope: Scope = ANN) -> list[str]:
+        return [
+            mem.remember(text, scope=scope, created_at=start + n * HOUR)
+            for n, text in enumerate(texts)
+        ]
+
+    later_texts = ("Ann's dog is a beagle called Biscuit.", "Biscuit, Ann's beagle, is two now.")
+    episodes(("Ann's dog is a beagle named Biscuit.", "Biscuit, Ann's beagle, is two."), T0)
+    older = mem.sleep(ANN).written[0]
+    episodes(later_texts, T0 + timedelta(days=3))
+    newer = mem.sleep(ANN).written[0]
+    assert mem.get(newer, include_deleted=True).is_deleted  # merged into the older
+    # The same texts told again in another session: their summary is the hidden fact's text.
+    again = episodes(later_texts, T0 + timedelta(days=6), Scope(user_id="ann", session_id="s2"))
+
+    report = mem.sleep(ANN)
+
+    assert report.written == [older]
+    assert set(again) <= sources(mem, older)
+    assert not set(again) & sources(mem, newer)
+    assert mem.get(newer, include_deleted=True).is_deleted
+    assert_each_episode_in_one_fact(mem, ANN)
+
+
+def test_a_late_episode_joins_the_fact_an_earlier_sleep_made_for_its_topic(
+    mem: Memento,
+) -> None:
+    ids = remember_week(mem)
+    first = mem.sleep(ANN)
+    pet_fact = next(f for f in first.written if sources(mem, f) == set(ids["pet"]))
+    late = mem.remember(
+        "Ann's beagle puppy Biscuit learned to sit at his puppy training class.",
+        scope=ANN,
+        created_at=T0 + 3 * 24 * HOUR,
+    )
+    bens = mem.remember(
+        "Ben's beagle puppy Biscuit learned to sit at his puppy training class.", scope=BEN
+    )
+
+    report = mem.sleep(ANN)
+
+    assert (report.clusters, report.written) == (0, [])
+    assert report.consolidated == [late] and report.derived_links == 1
+    assert sources(mem, pet_fact) == {*ids["pet"], late}
+    assert mem.get(late).consolidated_at is not None
+    # The remark of no topic still waits, and Ben's episode is not Ann's fact's.
+    assert mem.get(ids["lone"][0]).consolidated_at is None
+    assert mem.get(bens).consolidated_at is None
+    assert_each_episode_in_one_fact(mem, ANN)
+    assert mem.sleep(ANN).consolidated == []  # nothing left to join: a second run writes nothing
+
+
+def test_a_late_episode_joins_no_fact_that_is_more_visible_than_it(mem: Memento) -> None:
+    team = Scope(user_id="ann", project_id="home")
+    for n, text in enumerate(TOPICS["pet"]):
+        mem.remember(text, scope=team, privacy="team", created_at=T0 + n * HOUR)
+    (fact,) = mem.sleep(ANN).written
+    assert mem.get(fact).privacy.value == "team"
+    private = mem.remember(
+        "Ann's beagle puppy Biscuit learned to sit at his puppy training class.",
+        scope=team,
+        created_at=T0 + 24 * HOUR,
+    )
+
+    report = mem.sleep(ANN)
+
+    assert report.consolidated == []
+    assert mem.get(private).consolidated_at is None
+    assert private not in sources(mem, fact)
+
+
 def recall_facts(mem: Memento, query: str) -> list[Any]:
     return mem.recall(query, scope=ANN, limit=10, filter={"types": ["semantic"]})
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -41,6 +41,10 @@ CLUSTER_SIMILARITY = 0.6
 TAG_BONUS = 0.1
 DUPLICATE_SIMILARITY = 0.92
 CONFLICT_SIMILARITY = 0.75
+CONSOLIDATION_SOURCE = "consolidation"
+"""The ``source`` of the facts sleep writes."""
+MERGE_CHAIN = 16
+"""Merges followed from a hidden fact to the live one it ended in."""
 WRITE_CHUNK = 64
 """Clusters whose facts, links and marks are written together: a round trip to Chroma costs
 tens of milliseconds, so writing per source would dominate a sleep."""
@@ -146,7 +150,7 @@ def _fact_for(sources: Sequence[MemoryItem], text: str) -> MemoryDraft:
         content=text,
         type=MemoryType.SEMANTIC,
         scope=scope,
-        source="consolidation",
+        source=CONSOLIDATION_SOURCE,
         privacy=min((s.privacy for s in sources), key=privacy_order.index),
         importance=max(s.importance for s in sources),
         tags=tags,
@@ -197,15 +201,92 @@ def sleep(
     report = SleepReport(considered=len(items))
     if items:
         vectors = np.asarray([vector for _, vector in records], dtype=np.float32)
-        groups = [g for g in _clusters(items, vectors) if len(g) >= min_cluster]
+        clusters = _clusters(items, vectors)
+        groups = [g for g in clusters if len(g) >= min_cluster]
         report.clusters = len(groups)
         for start in range(0, len(groups), WRITE_CHUNK):
             chunk = [[items[i] for i in group] for group in groups[start : start + WRITE_CHUNK]]
             _write_facts(engine, chunk, summarizer, moment, report)
             if on_progress:
                 on_progress(start + len(chunk), len(groups))
+        left = sorted(i for g in clusters if len(g) < min_cluster for i in g)
+        if left:
+            _join_facts(engine, [items[i] for i in left], vectors[left], moment, report)
     _check_facts(engine, scope, report, moment)
     return report
+
+
+def _join_facts(
+    engine: Engine,
+    episodes: Sequence[MemoryItem],
+    vectors: Any,
+    moment: datetime,
+    report: SleepReport,
+) -> None:
+    """Episodes that formed no cluster join a fact an earlier sleep made for their topic, by
+    the clustering rule (the closest centre of the fact's sources, a shared tag adding
+    ``TAG_BONUS``, at least ``CLUSTER_SIMILARITY``): an episode written after its topic's last
+    sleep would otherwise find no partner, and stay unconsolidated for good. Only a fact whose
+    scope holds the episode's and who is no more visible than it may take it.
+
+    Reads the user's live sleep facts, their sources and those sources' vectors: it grows with
+    what the user has consolidated, and runs only when episodes are left over."""
+    import numpy as np
+
+    store = engine.store
+    where = {
+        "$and": [
+            {"type": MemoryType.SEMANTIC.value},
+            {"user_id": episodes[0].scope.user_id or ""},
+            *live_clause(moment),
+        ]
+    }
+    facts = [f for f in store.find_items(where) if f.source == CONSOLIDATION_SOURCE]
+    if not facts:
+        return
+    derived = store.links_of_type(LinkType.DERIVED_FROM, sources=[f.id for f in facts])
+    source_vectors = {
+        item.id: vector
+        for item, vector in store.items_with_vectors_by_id(
+            list(dict.fromkeys(link.target_id for link in derived))
+        )
+    }
+    sums = np.zeros((len(facts), vectors.shape[1]), dtype=np.float32)
+    index_of = {fact.id: n for n, fact in enumerate(facts)}
+    for link in derived:
+        if link.target_id in source_vectors:
+            sums[index_of[link.source_id]] += np.asarray(source_vectors[link.target_id])
+    joined: dict[str, list[str]] = {}
+    for episode, vector in zip(episodes, vectors):
+        norms = np.linalg.norm(sums, axis=1)
+        scores = (sums @ vector) / np.where(norms > 0, norms, 1.0)
+        scores += [TAG_BONUS if set(f.tags) & set(episode.tags) else 0.0 for f in facts]
+        scores[[not _may_take(f, episode) or norms[n] == 0 for n, f in enumerate(facts)]] = -2
+        best = int(np.argmax(scores))
+        if scores[best] >= CLUSTER_SIMILARITY:
+            joined.setdefault(facts[best].id, []).append(episode.id)
+            sums[best] += vector
+    links = [
+        Link(fact_id, LinkType.DERIVED_FROM, episode_id, created_at=moment)
+        for fact_id, episode_ids in joined.items()
+        for episode_id in episode_ids
+    ]
+    if links:
+        store.add_links(links)
+        ids = [link.target_id for link in links]
+        store.set_fields(ids, {"consolidated_at": to_micros(moment)})
+        report.derived_links += len(links)
+        report.consolidated.extend(ids)
+
+
+def _may_take(fact: MemoryItem, episode: MemoryItem) -> bool:
+    """A fact may derive from an episode of its scope that is at least as visible as it."""
+    order = [Privacy.PRIVATE, Privacy.TEAM, Privacy.PUBLIC]
+    return (
+        fact.scope.agent_id in (None, episode.scope.agent_id)
+        and fact.scope.project_id in (None, episode.scope.project_id)
+        and order.index(fact.privacy) <= order.index(episode.privacy)
+    )
 
 
 def _write_facts(
@@ -224,7 +305,8 @@ def _write_facts(
     # A fact stored by an earlier (cut short) run stays as it is: only new ones are written.
     stored = engine.store.existing_ids([d.id for d in drafts if d.id is not None])
     _writing.remember_many(engine, [d for d in drafts if d.id not in stored])
-    fact_ids = [d.id for d in drafts if d.id is not None]
+    merged_into = _merged_into(engine.store, stored)
+    fact_ids = [merged_into.get(d.id, d.id) for d in drafts if d.id is not None]
     links = [
         Link(fact_id, LinkType.DERIVED_FROM, source.id, created_at=moment)
         for fact_id, sources in zip(fact_ids, clusters)
@@ -236,6 +318,25 @@ def _write_facts(
     report.written.extend(fact_ids)
     report.derived_links += len(links)
     report.consolidated.extend(ids)
+
+
+def _merged_into(store: Repository, ids: Collection[str]) -> dict[str, str]:
+    """Where each of these stored facts that a sleep merged away now lives: a cluster that
+    summarises to a hidden fact's text feeds the fact it was merged into, not the hidden one."""
+    now_at = {fact_id: fact_id for fact_id in ids}
+    for _ in range(MERGE_CHAIN):
+        places = sorted(set(now_at.values()))
+        hidden = [item.id for item in store.items_by_id(places) if item.deleted_at is not None]
+        if not hidden:
+            break
+        into = {
+            link.source_id: link.target_id
+            for link in store.links_of_type(LinkType.DUPLICATES, sources=hidden)
+        }
+        if not into:
+            break
+        now_at = {fact_id: into.get(place, place) for fact_id, place in now_at.items()}
+    return {fact_id: place for fact_id, place in now_at.items() if place != fact_id}
 
 
 def _check_facts(engine: Engine, scope: Scope, report: SleepReport, moment: datetime) -> None:

@@ -168,6 +168,15 @@ class Repository:
             )
         ]
 
+    def items_with_vectors_by_id(self, ids: Sequence[str]) -> list[tuple[MemoryItem, Any]]:
+        """The memories with these ids that exist, each with its stored vector."""
+        return [
+            (item_from_record(i, d or "", m), vector)
+            for i, m, d, vector in self._chroma.records_by_id(
+                self._items, list(ids), include=["metadatas", "documents", "embeddings"]
+            )
+        ]
+
     def find_item_ids(self, where: Where | None = None) -> list[str]:
         return [i for i, _, _, _ in self._chroma.iter_records(self._items, where=where, include=[])]
 
