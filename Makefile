@@ -13,9 +13,10 @@ export TOKENIZERS_PARALLELISM := false
 # the default ONNX one.
 PACKAGES := -e packages/memento-minilm-onnx -e "packages/memento-core[torch]" \
 	-e packages/memento-langgraph -e packages/memento-llamaindex -e packages/memento-autogen \
-	-e packages/memento-mcp -e packages/memento-gateway
+	-e packages/memento-mcp -e packages/memento-gateway -e packages/memento-inspector
 DEV_TOOLS := pytest pytest-asyncio pytest-timeout hypothesis ruff mypy websockets build rank-bm25 \
-	matplotlib hatchling import-linter langgraph-checkpoint-conformance "autogen-ext[chromadb]" langmem
+	matplotlib hatchling import-linter langgraph-checkpoint-conformance "autogen-ext[chromadb]" langmem \
+	playwright
 
 $(BIN)/.installed: constraints.txt packages/*/pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -25,13 +26,24 @@ $(BIN)/.installed: constraints.txt packages/*/pyproject.toml
 	$(BIN)/pip install --quiet --constraint constraints.txt $(PACKAGES) $(DEV_TOOLS)
 	touch $@
 
-.PHONY: demo test test-slow lint bench install
+# The inspector's browser test drives Debian's Chromium through Playwright (never
+# `playwright install`, which downloads a browser); as root, the test set-up installs it.
+chromium:
+	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get update -qq && \
+		apt-get install -y -qq chromium; } || echo "chromium not installed: the browser test skips"
+
+.PHONY: demo test test-slow lint bench install inspect chromium
 install: $(BIN)/.installed
 
 demo: $(BIN)/.installed
 	$(BIN)/python examples/quickstart.py
 
-test: $(BIN)/.installed
+# The quickstart's store, kept in .quickstart-store, opened in the inspector as its owner.
+inspect: $(BIN)/.installed
+	MEMENTO_QUICKSTART_DIR=.quickstart-store $(BIN)/python examples/quickstart.py
+	$(BIN)/memento-inspector --path .quickstart-store
+
+test: $(BIN)/.installed chromium
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/lint-imports

@@ -1,5 +1,6 @@
 """Memento: memory for AI agents — working, episodic, semantic and procedural — on Chroma."""
 
+from memento_core._browsing import Census, MemoryPage
 from memento_core._chat import ChatMemory, FromSession, MessageTooLarge, WindowPolicy
 from memento_core._consolidation import SleepReport
 from memento_core._drafts import MemoryDraft
@@ -82,6 +83,7 @@ __all__ = [
     "MAX_EVENT_BYTES",
     "MAX_RECALL_LIMIT",
     "CachingEmbedder",
+    "Census",
     "ChatMemory",
     "Conversation",
     "Embedder",
@@ -115,6 +117,7 @@ __all__ = [
     "MemoryDraft",
     "MemoryItem",
     "MemoryNotFound",
+    "MemoryPage",
     "MemoryType",
     "Message",
     "MessageTooLarge",

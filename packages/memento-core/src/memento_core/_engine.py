@@ -359,6 +359,11 @@ class Engine:
                 record.vector,
             )
 
+    def feed_read_seconds_ago(self) -> float | None:
+        """Seconds since this process last read the change feed; None if it never did."""
+        polled = self._shared.polled
+        return None if not polled else max(0.0, time.monotonic() - polled)
+
     def catch_up(self, *, force: bool = False) -> None:
         """Apply the change-feed entries written by other processes since the last look."""
         shared = self._shared

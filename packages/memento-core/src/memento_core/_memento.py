@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import math
 import os
 import threading
@@ -14,6 +15,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from memento_core import _browsing as browsing
 from memento_core import _consolidation as consolidation
 from memento_core import _lifecycle as lifecycle
 from memento_core import _links as links
@@ -22,6 +24,7 @@ from memento_core import _transfer as transfer
 from memento_core import _worker as worker
 from memento_core import _writing as writing
 from memento_core import plugins
+from memento_core._browsing import Census, MemoryPage
 from memento_core._chat import ChatMemory, FromSession, WindowPolicy
 from memento_core._chat_archive import summarize_thread as archive_thread
 from memento_core._chat_records import erase_user_messages
@@ -231,7 +234,10 @@ class Memento:
         """What this process holds in memory for recall: partitions loaded, memories, bytes
         against the budget (``index_budget_mb``), loads and evictions so far. Every instance of
         one store in a process shares it."""
-        return self._engine.partitions.status()
+        return dataclasses.replace(
+            self._engine.partitions.status(),
+            feed_read_seconds_ago=self._engine.feed_read_seconds_ago(),
+        )
 
     def preload(self, scope: Scope | None = None) -> IndexStatus:
         """Load into this process's index now what recall for ``scope`` will need: the public
@@ -503,6 +509,50 @@ class Memento:
         if not include_deleted:
             found = [i for i in found if is_live(i, now)]
         return sorted(found, key=lambda i: (i.created_at, i.id))
+
+    def census(
+        self,
+        scope: Scope | None = None,
+        *,
+        now: datetime | None = None,
+        horizon: timedelta = timedelta(days=7),
+    ) -> Census:
+        """Counts over the memories ``scope`` may see (all, without it): by user, type and
+        privacy, written per day, pinned, forgotten, expired, review cards due, and memories
+        expiring within ``horizon``. Reads the memories' flat fields only, not their text."""
+        return browsing.census(self._engine, scope, now=now, horizon=horizon)
+
+    def browse(
+        self,
+        *,
+        scope: Scope | None = None,
+        filter: RecallFilter | Mapping[str, Any] | None = None,
+        user_id: str | None = None,
+        state: str = "live",
+        pinned: bool | None = None,
+        newest_first: bool = True,
+        offset: int = 0,
+        limit: int = 50,
+        now: datetime | None = None,
+    ) -> MemoryPage:
+        """One page of the memories ``scope`` may see (all, without it), in the order written,
+        newest first unless told otherwise. ``filter`` as for ``recall`` (its
+        ``include_deleted`` is ignored: ``state`` decides), ``user_id`` narrows to one owner,
+        ``state`` is ``live``, ``forgotten``, ``expired`` or ``all``; ``pinned`` True/False
+        keeps only pinned/unpinned ones. Reads the matches' ids, then only the page's memories;
+        ``total`` counts every match. Bad values raise ``InvalidFilter``."""
+        return browsing.browse(
+            self._engine,
+            scope,
+            filter=filter,
+            user_id=user_id,
+            state=state,
+            pinned=pinned,
+            newest_first=newest_first,
+            offset=offset,
+            limit=limit,
+            now=now,
+        )
 
     def all_links(self) -> list[Link]:
         return sorted(self._engine.store.find_links(), key=link_id)
@@ -779,6 +829,8 @@ class Memento:
     afeedback_events = async_twin(feedback_events)
     aitems = async_twin(items)
     astats = async_twin(stats)
+    acensus = async_twin(census)
+    abrowse = async_twin(browse)
     aimport_ndjson = async_twin(import_ndjson)
     amaintain = async_twin(maintain)
     aforget_candidates = async_twin(forget_candidates)
