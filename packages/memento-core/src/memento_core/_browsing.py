@@ -145,7 +145,7 @@ def browse(
         clauses.append({"pinned": pinned})
     where = None if not clauses else clauses[0] if len(clauses) == 1 else {"$and": clauses}
     engine.usage.flush()
-    ids = engine.store.find_item_ids(where)  # in the order written
+    ids = engine.store.item_ids_matching(where)  # in the order written
     if newest_first:
         ids.reverse()
     chosen = ids[offset : offset + limit]

@@ -9,10 +9,13 @@ Bearer`` / ``X-Memento-Token`` header); every POST carries the page's CSRF token
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import hmac
 import secrets
+import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,7 +45,7 @@ from memento_core import (
 TOKEN_COOKIE = "memento_inspector_token"
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 CENSUS_SECONDS = 30.0
-"""How long the overview's counts are reused: a census reads every visible memory's fields."""
+"""Counts older than this are recounted in the background (``Inspector.census``)."""
 
 
 class Refused(Exception):
@@ -66,6 +69,7 @@ class Inspector:
     allowed_hosts: frozenset[str] = LOOPBACK_HOSTS
     csrf: str = field(default_factory=lambda: secrets.token_urlsafe(24))
     _census: tuple[float, Census] | None = None
+    _counting: threading.Lock = field(default_factory=threading.Lock)
 
     @property
     def scope(self) -> Scope | None:
@@ -74,17 +78,32 @@ class Inspector:
             return None
         return Scope(user_id=self.user, project_id=self.project)
 
-    async def census(self) -> Census:
+    async def census(self) -> tuple[Census, float]:
+        """The counts of what the viewer may see, and how many seconds old they are.
+
+        A census reads every visible memory's fields (seconds at 100,000 memories), so pages
+        show the last one and a stale one is recounted in the background; only the first
+        waits for it."""
         cached = self._census
-        if cached is not None and time.monotonic() - cached[0] < CENSUS_SECONDS:
-            return cached[1]
-        fresh = await self.mem.acensus(self.scope)
-        self._census = (time.monotonic(), fresh)
-        return fresh
+        if cached is None:
+            await asyncio.to_thread(self.recount)
+            cached = self._census
+            assert cached is not None
+        elif time.monotonic() - cached[0] > CENSUS_SECONDS and not self._counting.locked():
+            threading.Thread(target=self.recount, name="inspector-census", daemon=True).start()
+        return cached[1], time.monotonic() - cached[0]
+
+    def recount(self) -> None:
+        with self._counting:
+            started = time.monotonic()
+            fresh = self.mem.census(self.scope)
+            if self._census is None or self._census[0] < started:
+                self._census = (started, fresh)
 
     def changed(self) -> None:
-        """A change went through: the next overview counts again."""
-        self._census = None
+        """A change went through: the next page that shows counts has them recounted."""
+        if self._census is not None:
+            self._census = (0.0, self._census[1])
 
     async def form(self, request: Request, *, change: bool = True) -> FormData:
         """A POST's form, once its CSRF token checks out (and, for a change, the inspector is
@@ -217,7 +236,14 @@ def create_app(
         *actions.routes(),
         Mount("/static", static, name="static"),
     ]
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        # Count at once, so that the first overview need not wait for it.
+        threading.Thread(target=inspector.recount, name="inspector-census", daemon=True).start()
+        yield
+
     app = Starlette(
+        lifespan=lifespan,
         routes=routes,
         middleware=[Middleware(Guard)],
         exception_handlers={

@@ -35,12 +35,13 @@ def _inspector(request: Request) -> Inspector:
 
 async def overview(request: Request) -> Response:
     inspector = _inspector(request)
-    census = await inspector.census()
+    census, age = await inspector.census()
     status = inspector.mem.index_status()
     return render(
         request,
         "overview.html",
         census=census,
+        census_age=age,
         status=status,
         plot=plots.per_day(census.written_per_day),
         location=inspector.mem.location,
@@ -288,7 +289,7 @@ async def export(request: Request) -> Response:
 
 async def users(request: Request) -> Response:
     inspector = _inspector(request)
-    census = await inspector.census()
+    census, _ = await inspector.census()
     return render(request, "users.html", census=census)
 
 

@@ -206,6 +206,21 @@ class Repository:
                 return ids
             offset += WHERE_PAGE
 
+    def item_ids_matching(self, where: Where | None) -> list[str]:
+        """The ids of the memories matching ``where``, in the store's order (the order
+        written), ids only: in pages of ``WHERE_PAGE`` (a ``where`` is evaluated over the
+        whole collection for each page, so small pages cost many evaluations)."""
+        if where is None:
+            return list(self._items.get(include=[])["ids"])
+        ids: list[str] = []
+        while True:
+            page = self._items.get(
+                where=dict(where), include=[], limit=WHERE_PAGE, offset=len(ids)
+            )
+            ids += page["ids"]
+            if len(page["ids"]) < WHERE_PAGE:
+                return ids
+
     def item_partitions(
         self, partitions_of: Callable[[Mapping[str, Any]], Sequence[str]]
     ) -> Iterator[tuple[str, Sequence[str]]]:
