@@ -9,7 +9,8 @@ rendering), no network — as the store's owner and as one user. Each page is as
 (its first request in the process, the overview's census included) and then ``--requests``
 times; the target is p95 ≤ 300 ms at 100,000 memories.
 
-    HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/inspector.py [--size N] [--requests R] [--store DIR]
+    HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/inspector.py [--size N] [--requests R] \
+        [--store DIR]
 
 ``--store`` keeps the written store in DIR and reuses it on the next run of the same size.
 """
@@ -47,11 +48,44 @@ TARGET_P95_MS = 300.0
 USERS = 500
 PROJECTS = 50
 TOKEN = "benchmark-token"
-WORDS = (
-    "coffee tea lisbon berlin deploy database party peanut allergy cat dog holiday meeting "
-    "budget invoice garden piano guitar football marathon doctor dentist train flight hotel "
-    "birthday anniversary recipe pasta curry sushi bicycle laptop phone password backup"
-).split()
+WORDS = [
+    "coffee",
+    "tea",
+    "lisbon",
+    "berlin",
+    "deploy",
+    "database",
+    "party",
+    "peanut",
+    "allergy",
+    "cat",
+    "dog",
+    "holiday",
+    "meeting",
+    "budget",
+    "invoice",
+    "garden",
+    "piano",
+    "guitar",
+    "football",
+    "marathon",
+    "doctor",
+    "dentist",
+    "train",
+    "flight",
+    "hotel",
+    "birthday",
+    "anniversary",
+    "recipe",
+    "pasta",
+    "curry",
+    "sushi",
+    "bicycle",
+    "laptop",
+    "phone",
+    "password",
+    "backup",
+]
 TAGS = ("pref", "work", "health", "travel", "family", "tech")
 
 
@@ -146,9 +180,7 @@ def run(size: int, requests: int, keep: Path | None) -> dict[str, Any]:
         hosts = {"testserver"}
         owner = TestClient(create_app(mem, token=TOKEN, allowed_hosts=hosts))
         owner.headers["x-memento-token"] = TOKEN
-        user = TestClient(
-            create_app(mem, user="user7", project="project7", allowed_hosts=hosts)
-        )
+        user = TestClient(create_app(mem, user="user7", project="project7", allowed_hosts=hosts))
         results: dict[str, Any] = {}
         for viewer, client in (("owner", owner), ("user7", user)):
             results[viewer] = {name: timed(client, path, requests) for name, path in paths.items()}
@@ -173,9 +205,8 @@ def markdown(report: dict[str, Any]) -> str:
     ]
     for viewer, pages_ in report["pages"].items():
         for name, row in pages_.items():
-            lines.append(
-                f"| {viewer} | {name} | {row['cold_ms']} | {row['ms']['p50']} | {row['ms']['p95']} |"
-            )
+            ms = row["ms"]
+            lines.append(f"| {viewer} | {name} | {row['cold_ms']} | {ms['p50']} | {ms['p95']} |")
     lines += [
         "",
         "The overview's counts (a census of every visible memory's fields) are reused for 30 s "
@@ -214,7 +245,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     write_report(args.out, "inspector", report, markdown(report))
     print(markdown(report))
     return 0
-
 
 
 if __name__ == "__main__":

@@ -252,3 +252,13 @@ def test_export_of_the_owner_is_the_whole_store(owner, seeded) -> None:  # type:
 def test_users_page_lists_and_offers_erasure(owner) -> None:  # type: ignore[no-untyped-def]
     page = owner.get("/users")
     assert page.status_code == 200 and page.text.count("Erase user") == 3
+
+
+def test_the_owner_searches_as_a_chosen_user(owner, seeded) -> None:  # type: ignore[no-untyped-def]
+    _, ids = seeded
+    nobody = owner.get("/search?q=coffee").text
+    assert ids.public in nobody and ids.coffee not in nobody  # no user: public ones only
+    as_alice = owner.get("/search?q=coffee&as_user=alice").text
+    assert ids.coffee in as_alice and ids.party not in as_alice
+    bad = owner.get("/search?q=coffee&as_user=" + "x" * 300)
+    assert bad.status_code == 400 and "user_id" in bad.text

@@ -138,9 +138,7 @@ def browse(
     elif state == "forgotten":
         clauses.append({"deleted_at": {"$gt": 0}})
     elif state == "expired":
-        clauses.extend(
-            [{"deleted_at": 0}, {"pinned": False}, {"expires_at": {"$lte": now_us}}]
-        )
+        clauses.extend([{"deleted_at": 0}, {"pinned": False}, {"expires_at": {"$lte": now_us}}])
     if pinned is not None:
         clauses.append({"pinned": pinned})
     where = None if not clauses else clauses[0] if len(clauses) == 1 else {"$and": clauses}

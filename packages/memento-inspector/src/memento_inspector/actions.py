@@ -134,7 +134,8 @@ async def erase_user(request: Request) -> Response:
         raise Refused(400, "name the user to erase")
     if inspector.user is not None and user != inspector.user:
         raise Refused(
-            403, f"user {user!r} is another user; acting as {inspector.user!r}, only they can be erased"
+            403,
+            f"user {user!r} is another user; acting as {inspector.user!r}, only they can be erased",
         )
     if form.get("confirm") != "yes":
         return _confirm(

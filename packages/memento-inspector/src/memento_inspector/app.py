@@ -236,6 +236,7 @@ def create_app(
         *actions.routes(),
         Mount("/static", static, name="static"),
     ]
+
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         # Count at once, so that the first overview need not wait for it.

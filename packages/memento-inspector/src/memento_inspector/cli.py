@@ -59,7 +59,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     import uvicorn
 
-    from memento_core import MementoError, Memento
+    from memento_core import Memento, MementoError
     from memento_inspector.app import create_app
 
     try:

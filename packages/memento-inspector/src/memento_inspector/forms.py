@@ -168,5 +168,7 @@ def content(value: str) -> str:
     if not value.strip():
         raise InvalidInput("content is empty")
     if len(value) > MAX_CONTENT_CHARS:
-        raise InvalidInput(f"content is {len(value)} characters; the maximum is {MAX_CONTENT_CHARS}")
+        raise InvalidInput(
+            f"content is {len(value)} characters; the maximum is {MAX_CONTENT_CHARS}"
+        )
     return value

@@ -21,6 +21,7 @@ from memento_core import (
     MemoryItem,
     MemoryNotFound,
     Recalled,
+    Scope,
     WindowPolicy,
     detect_stream,
 )
@@ -100,11 +101,15 @@ async def search(request: Request) -> Response:
     query = forms.query_text(params.get("q", ""))
     limit = forms.whole_number(params.get("limit", "10"), "limit", low=1, high=50)
     weights = forms.weights_from(params, inspector.mem.weights)
+    # Recall always has a viewer: the owner picks whose view to search (none: memories stored
+    # without a user, and public ones), a user searches their own.
+    viewer = inspector.scope
+    as_user = params.get("as_user", "") if viewer is None else ""
+    if as_user:
+        viewer = Scope(user_id=as_user, project_id=params.get("as_project") or None)
     results: list[Recalled] = []
     if query.strip():
-        results = await inspector.mem.arecall(
-            query, scope=inspector.scope, limit=limit, weights=weights
-        )
+        results = await inspector.mem.arecall(query, scope=viewer, limit=limit, weights=weights)
     scale = max((sum(max(v, 0) for _, v in components(r)) for r in results), default=1.0)
     rows = [
         {
@@ -119,6 +124,8 @@ async def search(request: Request) -> Response:
         request,
         "search.html",
         q=query,
+        as_user=as_user,
+        as_project=params.get("as_project", ""),
         limit=limit,
         limits=forms.SEARCH_LIMITS,
         weights=weights,
@@ -160,9 +167,7 @@ async def memory(request: Request) -> Response:
     memory_id = request.path_params["memory_id"]
     item = await _get(inspector, memory_id)
     mem = inspector.mem
-    links, events = await asyncio.gather(
-        mem.alinks(memory_id), mem.afeedback_events(memory_id)
-    )
+    links, events = await asyncio.gather(mem.alinks(memory_id), mem.afeedback_events(memory_id))
     neighbours: list[tuple[str, str, str, bool]] = []
     for link in links:
         outgoing = link.source_id == memory_id
@@ -304,4 +309,3 @@ def routes() -> list[Route]:
         Route("/export", export, methods=["GET"]),
         Route("/users", users, methods=["GET"]),
     ]
-

@@ -41,7 +41,9 @@ def per_day(counts: Mapping[date, int], *, days: int = 60, width: int = 640) -> 
             f'height="{h:.1f}" fill="#3b6fb6"><title>{day}: {value}</title></rect>'
         )
     parts.append(f'<text x="0" y="{height + 15}" class="axis">{first}</text>')
-    parts.append(f'<text x="{width}" y="{height + 15}" text-anchor="end" class="axis">{last}</text>')
+    parts.append(
+        f'<text x="{width}" y="{height + 15}" text-anchor="end" class="axis">{last}</text>'
+    )
     parts.append(f'<text x="{width}" y="12" text-anchor="end" class="axis">max {top}/day</text>')
     parts.append("</svg>")
     return Markup("".join(parts))

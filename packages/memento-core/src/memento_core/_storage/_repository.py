@@ -214,9 +214,7 @@ class Repository:
             return list(self._items.get(include=[])["ids"])
         ids: list[str] = []
         while True:
-            page = self._items.get(
-                where=dict(where), include=[], limit=WHERE_PAGE, offset=len(ids)
-            )
+            page = self._items.get(where=dict(where), include=[], limit=WHERE_PAGE, offset=len(ids))
             ids += page["ids"]
             if len(page["ids"]) < WHERE_PAGE:
                 return ids
