@@ -1,15 +1,19 @@
-"""``Memento.census`` and ``Memento.browse``: counts and pages of what a viewer may see, for
-front ends that show a store; and the change feed's age in ``index_status``."""
+"""``Memento.census`` (counts and a listing of what a viewer may see) and ``Memento.get_many``
+(a page of it read by id), for front ends that show a store; and the change feed's age in
+``index_status``."""
 
 from __future__ import annotations
 
 import inspect
 from datetime import datetime, timedelta, timezone
+from typing import TYPE_CHECKING
 
 import pytest
-from conftest import StoreFactory
 
-from memento_core import InvalidFilter, InvalidInput, Memento, MemoryDraft, Scope
+from memento_core import InvalidInput, Memento, MemoryDraft, Scope
+
+if TYPE_CHECKING:
+    from conftest import StoreFactory
 
 ALICE = Scope(user_id="alice", project_id="apollo")
 BOB = Scope(user_id="bob", project_id="apollo")
@@ -49,55 +53,55 @@ def test_census_counts_what_a_viewer_sees(store_factory: StoreFactory) -> None:
         assert stranger.memories == 1 and stranger.forgotten == 0
 
 
-def test_browse_pages_through_the_matches(store_factory: StoreFactory) -> None:
+def test_the_listing_holds_every_memory_counted(store_factory: StoreFactory) -> None:
     with store_factory.open() as mem:
         ids = seed(mem)
-        first = mem.browse(limit=2)
-        assert first.total == 5 and [i.id for i in first.items] == [ids[4], ids[3]]
-        rest = mem.browse(limit=2, offset=2)
-        assert [i.id for i in rest.items] == [ids[2], ids[1]]
-        oldest = mem.browse(newest_first=False, limit=1)
-        assert oldest.items[0].id == ids[0]
-        assert [i.id for i in mem.browse(state="expired").items] == [ids[5]]
-        assert mem.browse(state="all").total == 6
-        assert [i.id for i in mem.browse(pinned=True).items] == [ids[1]]
-        assert {i.id for i in mem.browse(filter={"tags": ["a"]}).items} == {ids[0], ids[4]}
-        assert mem.browse(user_id="bob").total == 2
+        mem.forget(ids[2])
+        census = mem.census()
+        listing = census.listing
+        assert [one.id for one in listing][0] == ids[0]  # oldest first: created three days ago
+        assert {one.id for one in listing} == set(ids)
+        states = {one.id: census.state_of(one) for one in listing}
+        assert states == {
+            ids[0]: "live", ids[1]: "live", ids[2]: "forgotten",
+            ids[3]: "live", ids[4]: "live", ids[5]: "expired",
+        }  # fmt: skip
+        first = next(one for one in listing if one.id == ids[0])
+        assert first.user_id == "alice" and first.project_id == "apollo" and first.tags == ("a",)
+        assert first.type.value == "episodic" and first.privacy.value == "private"
+        pinned = next(one for one in listing if one.id == ids[1])
+        assert pinned.pinned and pinned.type.value == "semantic"
+        seen = {one.id for one in mem.census(ALICE).listing}
+        assert seen == {ids[0], ids[1], ids[2], ids[4]}  # not Bob's private ones
+
+
+def test_get_many_reads_a_page_by_id(store_factory: StoreFactory) -> None:
+    with store_factory.open() as mem:
+        ids = seed(mem)
         mem.forget(ids[0])
-        assert [i.id for i in mem.browse(state="forgotten").items] == [ids[0]]
+        wanted = [ids[4], ids[0], "no-such-id", ids[3], ids[4]]
+        assert [i.id for i in mem.get_many(wanted)] == [ids[4], ids[3]]
+        assert [i.id for i in mem.get_many(wanted, include_deleted=True)] == [
+            ids[4], ids[0], ids[3],
+        ]  # fmt: skip
+        as_alice = mem.get_many(wanted, scope=ALICE, include_deleted=True)
+        assert [i.id for i in as_alice] == [ids[4], ids[0]]  # Bob's private one left out
+        assert mem.get_many([]) == []
 
 
-def test_browse_keeps_to_what_a_viewer_may_see(store_factory: StoreFactory) -> None:
-    with store_factory.open() as mem:
-        ids = seed(mem)
-        seen = {i.id for i in mem.browse(scope=ALICE, state="all").items}
-        assert seen == {ids[0], ids[1], ids[2], ids[4]}
-        assert mem.browse(scope=ALICE, user_id="bob").total == 1  # only his public one
-        assert mem.browse(scope=Scope(user_id="carol"), filter={"types": "semantic"}).total == 0
-
-
-@pytest.mark.parametrize(
-    "bad",
-    [
-        {"state": "gone"},
-        {"offset": -1},
-        {"limit": 0},
-        {"limit": 10_000},
-        {"limit": True},
-        {"pinned": "yes"},
-        {"filter": {"types": "dream"}},
-        {"filter": {"colour": "red"}},
-        {"user_id": {"$ne": ""}},
-    ],
-)
-def test_bad_browse_arguments_are_refused(store_factory: StoreFactory, bad: dict) -> None:  # type: ignore[type-arg]
+@pytest.mark.parametrize("bad", ["one-id", [""], [{"$ne": 1}], None, [1]])
+def test_bad_ids_are_refused(store_factory: StoreFactory, bad: object) -> None:
     with store_factory.open() as mem:
         seed(mem)
-        before = list(mem.export())
-        with pytest.raises(InvalidInput) as caught:
-            mem.browse(**bad)
-        assert isinstance(caught.value, InvalidFilter) or "user_id" in str(caught.value)
-        assert list(mem.export()) == before
+        with pytest.raises(InvalidInput):
+            mem.get_many(bad)  # type: ignore[arg-type]
+
+
+def test_get_many_takes_a_viewer_scope_only(store_factory: StoreFactory) -> None:
+    with store_factory.open() as mem:
+        ids = seed(mem)
+        with pytest.raises(InvalidInput):
+            mem.get_many(ids, scope={"user_id": "alice"})  # type: ignore[arg-type]
 
 
 def test_index_status_says_when_the_feed_was_read(store_factory: StoreFactory) -> None:
@@ -111,8 +115,10 @@ def test_index_status_says_when_the_feed_was_read(store_factory: StoreFactory) -
 async def test_async_twins(store_factory: StoreFactory) -> None:
     with store_factory.open() as mem:
         seed(mem)
-        assert (await mem.acensus()) == mem.census()
-        assert (await mem.abrowse(limit=3)).items == mem.browse(limit=3).items
-        for name in ("census", "browse"):
+        assert (await mem.acensus(now=NOW)) == mem.census(now=NOW)
+        assert (await mem.aget_many(ids := [i.id for i in mem.census().listing])) == (
+            mem.get_many(ids)
+        )
+        for name in ("census", "get_many"):
             sync, twin = getattr(Memento, name), getattr(Memento, "a" + name)
             assert inspect.signature(sync) == inspect.signature(twin)

@@ -97,6 +97,17 @@ def test_browse_filters(owner, seeded: tuple[Memento, Seeded]) -> None:  # type:
     assert "0 memories" in dated.text
 
 
+def test_browse_sorts(owner, seeded: tuple[Memento, Seeded]) -> None:  # type: ignore[no-untyped-def]
+    _, ids = seeded
+
+    newest = owner.get("/memories?user=alice").text
+    assert newest.index(ids.peanuts) < newest.index(ids.coffee)  # coffee: a week old
+    oldest = owner.get("/memories?user=alice&order=oldest").text
+    assert oldest.index(ids.coffee) < oldest.index(ids.peanuts)
+    important = owner.get("/memories?order=importance").text
+    assert important.index(ids.peanuts) < important.index(ids.party)  # 0.9 before 0.8
+
+
 def test_a_user_browses_only_what_they_may_see(alice, seeded) -> None:  # type: ignore[no-untyped-def]
     _, ids = seeded
     page = alice.get("/memories?state=all")
@@ -118,6 +129,7 @@ def test_a_user_browses_only_what_they_may_see(alice, seeded) -> None:  # type: 
         ("page=x", "page"),
         ("order=random", "order"),
         ("tags=" + "t" * 200, "tag"),
+        ("user=" + "u" * 300, "user filter"),
     ],
 )
 def test_bad_filters_get_a_clear_message(owner, seeded, query: str, named: str) -> None:  # type: ignore[no-untyped-def]

@@ -1,6 +1,6 @@
 """Memento: memory for AI agents — working, episodic, semantic and procedural — on Chroma."""
 
-from memento_core._browsing import Census, MemoryPage
+from memento_core._browsing import Census, Listed
 from memento_core._chat import ChatMemory, FromSession, MessageTooLarge, WindowPolicy
 from memento_core._consolidation import SleepReport
 from memento_core._drafts import MemoryDraft
@@ -110,6 +110,7 @@ __all__ = [
     "InvalidScope",
     "Link",
     "LinkType",
+    "Listed",
     "MaintenanceReport",
     "Memento",
     "MementoError",
@@ -117,7 +118,6 @@ __all__ = [
     "MemoryDraft",
     "MemoryItem",
     "MemoryNotFound",
-    "MemoryPage",
     "MemoryType",
     "Message",
     "MessageTooLarge",

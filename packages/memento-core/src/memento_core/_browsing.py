@@ -1,29 +1,39 @@
-"""What a person browsing a store sees: a census of the memories a viewer may see, and pages of
-them, read without building a ``MemoryItem`` for every memory.
+"""What a person looking over a store sees: a census of the memories a viewer may see — counts,
+and a listing of every one of them by its flat fields — read without any memory's text.
 
-A census reads only the flat metadata of the visible memories (no text, no JSON); a page reads
-the ids of the matches and then only the memories on the page. Both are for front ends that
-show a store (the inspector), where ``items`` would read every memory in full on each page.
+For front ends that show a store (the inspector): they count, filter, sort and page over the
+listing, then read only the memories on the page (``Memento.get_many``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from typing import Any
 
 from memento_core._engine import Engine
-from memento_core._filters import RecallFilter, filter_clauses
-from memento_core._model import MemoryItem, Scope, as_utc, check_scope_value, utcnow
-from memento_core._storage import NEVER, from_micros, to_micros
-from memento_core._visibility import live_clause, visibility_clause
-from memento_core.errors import InvalidFilter
+from memento_core._model import MemoryType, Privacy, Scope, as_utc, utcnow
+from memento_core._storage import EPOCH, NEVER, from_micros, to_micros
+from memento_core._visibility import visibility_clause
 
-STATES = ("live", "forgotten", "expired", "all")
-"""Which memories a page lists: live ones (the default), soft-deleted ones, expired ones (not
-deleted, not pinned, past ``expires_at``), or every one of them."""
-MAX_PAGE = 500
+
+@dataclass(frozen=True, slots=True)
+class Listed:
+    """One memory in a census's listing: the fields a list of memories shows and filters on."""
+
+    id: str
+    user_id: str | None
+    project_id: str | None
+    session_id: str | None
+    type: MemoryType
+    privacy: Privacy
+    importance: float
+    pinned: bool
+    tags: tuple[str, ...]
+    created_at: datetime
+    expires_at: datetime | None
+    deleted_at: datetime | None
 
 
 @dataclass(frozen=True)
@@ -33,7 +43,7 @@ class Census:
 
     memories: int
     by_user: Mapping[str, int]
-    """``""`` counts memories stored without a user."""
+    """``""`` counts memories stored without a user; most memories first."""
     by_type: Mapping[str, int]
     by_privacy: Mapping[str, int]
     written_per_day: Mapping[date, int]
@@ -44,17 +54,35 @@ class Census:
     review_due: int
     expiring_within: int
     """Live, unpinned memories whose ``expires_at`` falls within the census's horizon."""
+    at: datetime
+    """When it was counted."""
+    listing: tuple[Listed, ...] = field(default=(), repr=False, compare=False)
+    """Every memory counted, forgotten and expired ones too, oldest first (``created_at``)."""
+
+    def state_of(self, listed: Listed) -> str:
+        """``live``, ``forgotten`` or ``expired``, as of the census."""
+        if listed.deleted_at is not None:
+            return "forgotten"
+        if not listed.pinned and listed.expires_at is not None and listed.expires_at <= self.at:
+            return "expired"
+        return "live"
 
 
-@dataclass(frozen=True)
-class MemoryPage:
-    """One page of the memories a viewer may see (``Memento.browse``)."""
-
-    items: list[MemoryItem]
-    total: int
-    """Memories matching, over all pages."""
-    offset: int
-    limit: int
+def _listed(memory_id: str, meta: Mapping[str, Any]) -> Listed:
+    return Listed(
+        id=memory_id,
+        user_id=meta["user_id"] or None,
+        project_id=meta["project_id"] or None,
+        session_id=meta.get("session_id") or None,
+        type=MemoryType(meta["type"]),
+        privacy=Privacy(meta["privacy"]),
+        importance=float(meta["importance"]),
+        pinned=bool(meta["pinned"]),
+        tags=tuple(meta.get("tags") or ()),
+        created_at=from_micros(meta["created_at"]) or EPOCH,
+        expires_at=from_micros(meta["expires_at"]),
+        deleted_at=from_micros(meta["deleted_at"]),
+    )
 
 
 def census(
@@ -72,11 +100,13 @@ def census(
     by_type: dict[str, int] = {}
     by_privacy: dict[str, int] = {}
     per_day: dict[date, int] = {}
+    listing: list[Listed] = []
     live = pinned = forgotten = expired = due = expiring = 0
-    for meta in engine.store.item_fields(where):
-        created = from_micros(meta["created_at"])
-        if created is not None:
-            per_day[created.date()] = per_day.get(created.date(), 0) + 1
+    for memory_id, meta in engine.store.item_fields_by_id(where):
+        listed = _listed(memory_id, meta)
+        listing.append(listed)
+        day = listed.created_at.date()
+        per_day[day] = per_day.get(day, 0) + 1
         if meta["deleted_at"]:
             forgotten += 1
             continue
@@ -91,6 +121,7 @@ def census(
         pinned += bool(meta["pinned"])
         due += 0 < meta.get("review_due_at", 0) <= now_us
         expiring += not meta["pinned"] and expires < min(until_us, NEVER)
+    listing.sort(key=lambda one: (one.created_at, one.id))
     return Census(
         memories=live,
         by_user=dict(sorted(by_user.items(), key=lambda kv: (-kv[1], kv[0]))),
@@ -102,55 +133,6 @@ def census(
         expired=expired,
         review_due=due,
         expiring_within=expiring,
-    )
-
-
-def browse(
-    engine: Engine,
-    scope: Scope | None,
-    *,
-    filter: RecallFilter | Mapping[str, Any] | None,
-    user_id: str | None,
-    state: str,
-    pinned: bool | None,
-    newest_first: bool,
-    offset: int,
-    limit: int,
-    now: datetime | None,
-) -> MemoryPage:
-    if state not in STATES:
-        raise InvalidFilter(f"unknown state {state!r}; expected one of {', '.join(STATES)}")
-    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
-        raise InvalidFilter(f"offset must be a whole number ≥ 0, got {offset!r}")
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_PAGE:
-        raise InvalidFilter(f"limit must be a whole number from 1 to {MAX_PAGE}, got {limit!r}")
-    if pinned is not None and not isinstance(pinned, bool):
-        raise InvalidFilter(f"pinned must be true, false or left out, got {pinned!r}")
-    wanted = filter if isinstance(filter, RecallFilter) else RecallFilter.build(filter)
-    moment = as_utc(now, "now") if now else utcnow()
-    now_us = to_micros(moment)
-    clauses: list[dict[str, Any]] = [] if scope is None else [visibility_clause(scope)]
-    if user_id is not None:
-        clauses.append({"user_id": check_scope_value(user_id, "user_id filter")})
-    clauses.extend(filter_clauses(wanted))
-    if state == "live":
-        clauses.extend(live_clause(moment))
-    elif state == "forgotten":
-        clauses.append({"deleted_at": {"$gt": 0}})
-    elif state == "expired":
-        clauses.extend([{"deleted_at": 0}, {"pinned": False}, {"expires_at": {"$lte": now_us}}])
-    if pinned is not None:
-        clauses.append({"pinned": pinned})
-    where = None if not clauses else clauses[0] if len(clauses) == 1 else {"$and": clauses}
-    engine.usage.flush()
-    ids = engine.store.item_ids_matching(where)  # in the order written
-    if newest_first:
-        ids.reverse()
-    chosen = ids[offset : offset + limit]
-    by_id = {item.id: item for item in engine.store.items_by_id(chosen)}
-    return MemoryPage(
-        items=[by_id[i] for i in chosen if i in by_id],
-        total=len(ids),
-        offset=offset,
-        limit=limit,
+        at=moment,
+        listing=tuple(listing),
     )

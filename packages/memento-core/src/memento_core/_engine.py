@@ -53,9 +53,16 @@ from memento_core._storage import (
     to_micros,
 )
 from memento_core._usage import UsageRecorder, used_fields
-from memento_core._visibility import Visibility, is_live, visibility_clause, visibility_of
+from memento_core._visibility import (
+    Visibility,
+    check_viewer,
+    is_live,
+    is_visible,
+    visibility_clause,
+    visibility_of,
+)
 from memento_core.embedding import CachingEmbedder
-from memento_core.errors import EmbedderMismatch, MemoryNotFound, ReadOnlyStore
+from memento_core.errors import EmbedderMismatch, InvalidInput, MemoryNotFound, ReadOnlyStore
 
 T = TypeVar("T")
 
@@ -256,6 +263,29 @@ class Engine:
         if not found or (not include_deleted and not is_live(found[0], utcnow())):
             raise MemoryNotFound(memory_id)
         return found[0]
+
+    def get_many(
+        self, memory_ids: Sequence[str], *, scope: Scope | None, include_deleted: bool
+    ) -> list[MemoryItem]:
+        """``get`` for many ids in one read by id, leaving out what ``get`` would refuse.
+        Visibility is decided on the memories read: a ``where`` beside ids makes Chroma
+        evaluate it over the whole collection."""
+        if isinstance(memory_ids, str) or not isinstance(memory_ids, Sequence):
+            raise InvalidInput(f"memory_ids must be a list of ids, got {memory_ids!r}")
+        for memory_id in memory_ids:
+            check_id(memory_id)
+        if scope is not None:
+            check_viewer(scope)
+        wanted = list(dict.fromkeys(memory_ids))
+        found = self.usage.read_fresh(lambda: self.store.items_by_id(wanted))
+        now = utcnow()
+        by_id = {
+            item.id: item
+            for item in found
+            if (scope is None or is_visible(item, scope))
+            and (include_deleted or is_live(item, now))
+        }
+        return [by_id[i] for i in wanted if i in by_id]
 
     # ------------------------------------------------------- candidate index
 

@@ -142,13 +142,6 @@ def where_clause(viewer: Scope, recall_filter: RecallFilter, now: datetime) -> d
     clauses: list[dict[str, Any]] = [visibility_clause(viewer)]
     if not recall_filter.include_deleted:
         clauses.extend(live_clause(now))
-    clauses.extend(filter_clauses(recall_filter))
-    return clauses[0] if len(clauses) == 1 else {"$and": clauses}
-
-
-def filter_clauses(recall_filter: RecallFilter) -> list[dict[str, Any]]:
-    """The ``where`` clauses of a filter's fields alone: no visibility, no liveness."""
-    clauses: list[dict[str, Any]] = []
     f = recall_filter
     if f.types:
         clauses.append({"type": {"$in": [t.value for t in f.types]}})
@@ -163,4 +156,4 @@ def filter_clauses(recall_filter: RecallFilter) -> list[dict[str, Any]]:
         value = getattr(f, name)
         if value is not None:
             clauses.append({name: value})
-    return clauses
+    return clauses[0] if len(clauses) == 1 else {"$and": clauses}

@@ -24,7 +24,7 @@ from memento_core import _transfer as transfer
 from memento_core import _worker as worker
 from memento_core import _writing as writing
 from memento_core import plugins
-from memento_core._browsing import Census, MemoryPage
+from memento_core._browsing import Census
 from memento_core._chat import ChatMemory, FromSession, WindowPolicy
 from memento_core._chat_archive import summarize_thread as archive_thread
 from memento_core._chat_records import erase_user_messages
@@ -402,6 +402,18 @@ class Memento:
         """
         return self._engine.get(memory_id, scope=scope, include_deleted=include_deleted)
 
+    def get_many(
+        self,
+        memory_ids: Sequence[str],
+        *,
+        scope: Scope | None = None,
+        include_deleted: bool = False,
+    ) -> list[MemoryItem]:
+        """The memories with these ids, in the order given, leaving out (as ``get`` refuses)
+        unknown ones, hidden ones (unless ``include_deleted``) and those ``scope`` may not
+        see. One read by id, however many: for a page of a list."""
+        return self._engine.get_many(memory_ids, scope=scope, include_deleted=include_deleted)
+
     def recall(
         self,
         query: str,
@@ -519,40 +531,10 @@ class Memento:
     ) -> Census:
         """Counts over the memories ``scope`` may see (all, without it): by user, type and
         privacy, written per day, pinned, forgotten, expired, review cards due, and memories
-        expiring within ``horizon``. Reads the memories' flat fields only, not their text."""
+        expiring within ``horizon``; and ``listing``, every one of them by its flat fields,
+        oldest first, to filter and page over (then ``get_many`` the page). Reads the
+        memories' flat fields only, never their text: seconds at 100,000 memories."""
         return browsing.census(self._engine, scope, now=now, horizon=horizon)
-
-    def browse(
-        self,
-        *,
-        scope: Scope | None = None,
-        filter: RecallFilter | Mapping[str, Any] | None = None,
-        user_id: str | None = None,
-        state: str = "live",
-        pinned: bool | None = None,
-        newest_first: bool = True,
-        offset: int = 0,
-        limit: int = 50,
-        now: datetime | None = None,
-    ) -> MemoryPage:
-        """One page of the memories ``scope`` may see (all, without it), in the order written,
-        newest first unless told otherwise. ``filter`` as for ``recall`` (its
-        ``include_deleted`` is ignored: ``state`` decides), ``user_id`` narrows to one owner,
-        ``state`` is ``live``, ``forgotten``, ``expired`` or ``all``; ``pinned`` True/False
-        keeps only pinned/unpinned ones. Reads the matches' ids, then only the page's memories;
-        ``total`` counts every match. Bad values raise ``InvalidFilter``."""
-        return browsing.browse(
-            self._engine,
-            scope,
-            filter=filter,
-            user_id=user_id,
-            state=state,
-            pinned=pinned,
-            newest_first=newest_first,
-            offset=offset,
-            limit=limit,
-            now=now,
-        )
 
     def all_links(self) -> list[Link]:
         return sorted(self._engine.store.find_links(), key=link_id)
@@ -830,7 +812,7 @@ class Memento:
     aitems = async_twin(items)
     astats = async_twin(stats)
     acensus = async_twin(census)
-    abrowse = async_twin(browse)
+    aget_many = async_twin(get_many)
     aimport_ndjson = async_twin(import_ndjson)
     amaintain = async_twin(maintain)
     aforget_candidates = async_twin(forget_candidates)

@@ -46,6 +46,8 @@ TOKEN_COOKIE = "memento_inspector_token"
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 CENSUS_SECONDS = 30.0
 """Counts older than this are recounted in the background (``Inspector.census``)."""
+QUICK_COUNT = 1.0
+"""A census quicker than this (seconds) is redone at once after a change made here."""
 
 
 class Refused(Exception):
@@ -70,6 +72,7 @@ class Inspector:
     csrf: str = field(default_factory=lambda: secrets.token_urlsafe(24))
     _census: tuple[float, Census] | None = None
     _counting: threading.Lock = field(default_factory=threading.Lock)
+    _count_seconds: float = 0.0
 
     @property
     def scope(self) -> Scope | None:
@@ -97,13 +100,18 @@ class Inspector:
         with self._counting:
             started = time.monotonic()
             fresh = self.mem.census(self.scope)
+            self._count_seconds = time.monotonic() - started
             if self._census is None or self._census[0] < started:
                 self._census = (started, fresh)
 
     def changed(self) -> None:
-        """A change went through: the next page that shows counts has them recounted."""
-        if self._census is not None:
-            self._census = (0.0, self._census[1])
+        """A change went through: the counts and lists are recounted — before the next page
+        where a count is quick (under ``QUICK_COUNT`` seconds), else in the background while
+        pages show the last ones."""
+        if self._count_seconds < QUICK_COUNT:
+            self._census = None
+        elif self._census is not None:
+            self._census = (time.monotonic() - 2 * CENSUS_SECONDS, self._census[1])
 
     async def form(self, request: Request, *, change: bool = True) -> FormData:
         """A POST's form, once its CSRF token checks out (and, for a change, the inspector is

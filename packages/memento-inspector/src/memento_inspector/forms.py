@@ -16,10 +16,13 @@ from memento_core import (
     MemoryType,
     Privacy,
     RankingWeights,
+    check_scope_value,
     parse_enum,
 )
 
 PAGE_SIZE = 50
+MAX_TAG_CHARS = 128
+"""Core's limit on a tag."""
 MAX_QUERY_CHARS = 2_000
 """Longest search query taken: a query is embedded and tokenised whole."""
 MAX_REPLY_CHARS = 20_000
@@ -28,7 +31,7 @@ MAX_PAGE_NUMBER = 100_000
 SEARCH_LIMITS = (5, 10, 20, 50)
 WEIGHT_NAMES = ("relevance", "recency", "importance", "usage", "context")
 STATES = ("live", "forgotten", "expired", "all")
-ORDERS = ("newest", "oldest")
+ORDERS = ("newest", "oldest", "importance")
 YES_NO = {"": None, "yes": True, "no": False}
 
 
@@ -103,7 +106,11 @@ def whole_number(value: str, what: str, *, low: int, high: int) -> int:
 
 
 def tag_list(value: str) -> tuple[str, ...]:
-    return tuple(t.strip() for t in value.split(",") if t.strip())
+    tags = tuple(dict.fromkeys(t.strip() for t in value.split(",") if t.strip()))
+    for tag in tags:
+        if len(tag) > MAX_TAG_CHARS:
+            raise InvalidFilter(f"tag {tag[:20]!r}… is longer than {MAX_TAG_CHARS} characters")
+    return tags
 
 
 def browse_query(params: Mapping[str, str]) -> BrowseQuery:
@@ -118,7 +125,7 @@ def browse_query(params: Mapping[str, str]) -> BrowseQuery:
     if since and until and since > until:
         raise InvalidFilter("since is after until")
     return BrowseQuery(
-        user=params.get("user") or None,
+        user=check_scope_value(params.get("user") or None, "user filter"),
         type=kind or None,
         privacy=privacy or None,
         tags=tag_list(params.get("tags", "")),

@@ -25,7 +25,7 @@ from memento_core import (
     WindowPolicy,
     detect_stream,
 )
-from memento_inspector import exporting, forms, plots
+from memento_inspector import browsing, exporting, forms, plots
 from memento_inspector.app import Inspector, render
 
 
@@ -52,18 +52,11 @@ async def overview(request: Request) -> Response:
 async def browse(request: Request) -> Response:
     inspector = _inspector(request)
     query = forms.browse_query(request.query_params)
-    page = await inspector.mem.abrowse(
-        scope=inspector.scope,
-        filter=query.recall_filter(),
-        user_id=query.user,
-        state=query.state,
-        pinned=query.pinned,
-        newest_first=query.order == "newest",
-        offset=(query.page - 1) * forms.PAGE_SIZE,
-        limit=forms.PAGE_SIZE,
+    census, age = await inspector.census()
+    found = await browsing.page(inspector.mem, inspector.scope, census, query)
+    return render(
+        request, "browse.html", query=query, page=found, pages=found.pages, census_age=age
     )
-    pages = max(1, -(-page.total // forms.PAGE_SIZE))
-    return render(request, "browse.html", query=query, page=page, pages=pages)
 
 
 def highlight(text: str, terms: Sequence[str]) -> Markup:
@@ -251,12 +244,13 @@ async def session(request: Request) -> Response:
         ),
     )
     window = await viewer.awindow() if history else []
-    archived = await mem.abrowse(
-        scope=inspector.scope, filter={"session_id": session_id}, state="all", limit=500
+    census, _ = await inspector.census()
+    archived = await mem.aget_many(
+        browsing.in_session(census, session_id), scope=inspector.scope, include_deleted=True
     )
     turn_of: dict[str, MemoryItem] = {}
     summaries: list[MemoryItem] = []
-    for item in archived.items:
+    for item in archived:
         trace = item.origin_trace if isinstance(item.origin_trace, dict) else {}
         if "chat-turn" in item.tags:
             for message_id in trace.get("messages", []):

@@ -206,18 +206,23 @@ class Repository:
                 return ids
             offset += WHERE_PAGE
 
-    def item_ids_matching(self, where: Where | None) -> list[str]:
-        """The ids of the memories matching ``where``, in the store's order (the order
-        written), ids only: in pages of ``WHERE_PAGE`` (a ``where`` is evaluated over the
-        whole collection for each page, so small pages cost many evaluations)."""
-        if where is None:
-            return list(self._items.get(include=[])["ids"])
-        ids: list[str] = []
-        while True:
-            page = self._items.get(where=dict(where), include=[], limit=WHERE_PAGE, offset=len(ids))
-            ids += page["ids"]
-            if len(page["ids"]) < WHERE_PAGE:
-                return ids
+    def item_fields_by_id(
+        self, where: Where | None = None
+    ) -> Iterator[tuple[str, Mapping[str, Any]]]:
+        """Each memory's id and flat metadata (no text, no JSON), for those matching ``where``.
+        Without ``where``, all ids in one read and then the metadata by id in pages: pages of a
+        whole-collection read would make Chroma skip ever more rows."""
+        if where is not None:
+            for memory_id, meta, _, _ in self._chroma.iter_records(
+                self._items, where=where, include=["metadatas"]
+            ):
+                yield memory_id, meta
+            return
+        ids = sorted(self.all_item_ids())
+        for memory_id, meta, _, _ in self._chroma.records_by_id(
+            self._items, ids, include=["metadatas"]
+        ):
+            yield memory_id, meta
 
     def item_partitions(
         self, partitions_of: Callable[[Mapping[str, Any]], Sequence[str]]
