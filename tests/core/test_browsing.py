@@ -59,7 +59,7 @@ def test_the_listing_holds_every_memory_counted(store_factory: StoreFactory) -> 
         mem.forget(ids[2])
         census = mem.census()
         listing = census.listing
-        assert [one.id for one in listing][0] == ids[0]  # oldest first: created three days ago
+        assert listing[0].id == ids[0]  # oldest first: created three days ago
         assert {one.id for one in listing} == set(ids)
         states = {one.id: census.state_of(one) for one in listing}
         assert states == {
