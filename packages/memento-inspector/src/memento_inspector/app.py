@@ -41,6 +41,7 @@ from memento_core import (
     StoreError,
     __version__,
 )
+from memento_inspector.browsing import Catalog
 
 TOKEN_COOKIE = "memento_inspector_token"
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
@@ -71,6 +72,8 @@ class Inspector:
     allowed_hosts: frozenset[str] = LOOPBACK_HOSTS
     csrf: str = field(default_factory=lambda: secrets.token_urlsafe(24))
     _census: tuple[float, Census] | None = None
+    catalog: Catalog | None = None
+    """The last census's listing as arrays, for the browse page."""
     _counting: threading.Lock = field(default_factory=threading.Lock)
     _count_seconds: float = 0.0
 
@@ -100,9 +103,11 @@ class Inspector:
         with self._counting:
             started = time.monotonic()
             fresh = self.mem.census(self.scope)
+            catalog = Catalog(fresh)
             self._count_seconds = time.monotonic() - started
             if self._census is None or self._census[0] < started:
                 self._census = (started, fresh)
+                self.catalog = catalog
 
     def changed(self) -> None:
         """A change went through: the counts and lists are recounted — before the next page

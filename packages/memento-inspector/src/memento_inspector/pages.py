@@ -52,8 +52,9 @@ async def overview(request: Request) -> Response:
 async def browse(request: Request) -> Response:
     inspector = _inspector(request)
     query = forms.browse_query(request.query_params)
-    census, age = await inspector.census()
-    found = await browsing.page(inspector.mem, inspector.scope, census, query)
+    _, age = await inspector.census()
+    assert inspector.catalog is not None  # made with the census
+    found = await browsing.page(inspector.mem, inspector.scope, inspector.catalog, query)
     return render(
         request, "browse.html", query=query, page=found, pages=found.pages, census_age=age
     )
@@ -244,9 +245,10 @@ async def session(request: Request) -> Response:
         ),
     )
     window = await viewer.awindow() if history else []
-    census, _ = await inspector.census()
+    await inspector.census()
+    assert inspector.catalog is not None  # made with the census
     archived = await mem.aget_many(
-        browsing.in_session(census, session_id), scope=inspector.scope, include_deleted=True
+        inspector.catalog.in_session(session_id), scope=inspector.scope, include_deleted=True
     )
     turn_of: dict[str, MemoryItem] = {}
     summaries: list[MemoryItem] = []
