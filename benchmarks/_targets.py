@@ -283,7 +283,7 @@ def inspector_targets(results: Path) -> list[dict[str, Any]]:
             f"{INSPECTOR_SIZE:,} memories",
             "value": f"worst p95 {worst['ms']['p95']} ms ({viewer}, {name}) at "
             f"{inspector['size']:,}; slowest cold {coldest[2]['cold_ms']} ms ({coldest[0]}, "
-            f"{coldest[1]})",
+            f"{coldest[1]}); owner's census {inspector['census_s']['owner']} s (background)",
             "met": (worst["ms"]["p95"] <= INSPECTOR_P95_TARGET_MS) if at_size else None,
             "source": "inspector",
         }

@@ -6,8 +6,9 @@ then noise and keyword relevance decides), owned by 500 users of 50 projects (85
 10 % team, 5 % public), spread over a year, with tags and some hotwords. The inspector's app
 is then driven in process through Starlette's test client — the server's work (core's reads,
 rendering), no network — as the store's owner and as one user. Each page is asked once cold
-(its first request in the process, the overview's census included) and then ``--requests``
-times; the target is p95 ≤ 300 ms at 100,000 memories.
+(its first request in the process) and then ``--requests`` times; the target is p95 ≤ 300 ms
+at 100,000 memories. The census the overview and the browse list are built from is timed on
+its own first (it runs in a background thread in the app).
 
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/inspector.py [--size N] [--requests R] \
         [--store DIR]
@@ -45,6 +46,7 @@ from memento_core import Memento, MemoryDraft, Scope
 from memento_inspector import create_app
 
 TARGET_P95_MS = 300.0
+TARGET_SIZE = 100_000
 USERS = 500
 PROJECTS = 50
 TOKEN = "benchmark-token"
@@ -182,9 +184,15 @@ def run(size: int, requests: int, keep: Path | None) -> dict[str, Any]:
         owner.headers["x-memento-token"] = TOKEN
         user = TestClient(create_app(mem, user="user7", project="project7", allowed_hosts=hosts))
         results: dict[str, Any] = {}
+        census_s: dict[str, float] = {}
         for viewer, client in (("owner", owner), ("user7", user)):
+            # The count pages wait for (at most FIRST_COUNT_WAIT s, then a "counting" page):
+            # timed on its own, then pages are timed with it done.
+            started = time.perf_counter()
+            client.app.state.inspector.recount()  # type: ignore[attr-defined]
+            census_s[viewer] = round(time.perf_counter() - started, 2)
             results[viewer] = {name: timed(client, path, requests) for name, path in paths.items()}
-        return {"written_s": written_s, "pages": results}
+        return {"written_s": written_s, "census_s": census_s, "pages": results}
     finally:
         mem.close()
         if keep is None:
@@ -192,13 +200,16 @@ def run(size: int, requests: int, keep: Path | None) -> dict[str, Any]:
 
 
 def markdown(report: dict[str, Any]) -> str:
+    verdict = {True: "met", False: "missed", None: "not judged below 100,000 memories"}[
+        report["met"]
+    ]
     lines = [
         "# Inspector: page latency",
         "",
         f"{report['size']:,} memories, {USERS} users; each page once cold, then "
         f"{report['requests']} times (in process, Starlette's test client). "
         f"Target: p95 ≤ {TARGET_P95_MS:.0f} ms at 100,000 memories. Worst p95: "
-        f"**{report['worst_p95_ms']} ms** ({'met' if report['met'] else 'missed'}).",
+        f"**{report['worst_p95_ms']} ms** ({verdict}).",
         "",
         "| viewer | page | cold ms | p50 ms | p95 ms |",
         "|---|---|---:|---:|---:|",
@@ -209,8 +220,11 @@ def markdown(report: dict[str, Any]) -> str:
             lines.append(f"| {viewer} | {name} | {row['cold_ms']} | {ms['p50']} | {ms['p95']} |")
     lines += [
         "",
-        "The overview's counts (a census of every visible memory's fields) are reused for 30 s "
-        "and after no change; its cold figure is the census itself.",
+        "The census (every visible memory's fields, read once for the counts and the browse "
+        "list, then again in the background when 30 s old or after a change): "
+        + ", ".join(f"{viewer} {s} s" for viewer, s in report["census_s"].items())
+        + ". Pages asked for before the first census is done answer with a page that says "
+        "so and reloads itself; the figures above are with it done.",
         "",
         *report_footer(report, load_at_start=True),
     ]
@@ -234,7 +248,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "requests": args.requests,
         "target_p95_ms": TARGET_P95_MS,
         "worst_p95_ms": worst,
-        "met": worst <= TARGET_P95_MS,
+        "met": worst <= TARGET_P95_MS if args.size >= TARGET_SIZE else None,
         **measured,
         "machine": machine(),
         "load_average_at_start": load,

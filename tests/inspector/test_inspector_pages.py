@@ -274,3 +274,20 @@ def test_the_owner_searches_as_a_chosen_user(owner, seeded) -> None:  # type: ig
     assert ids.coffee in as_alice and ids.party not in as_alice
     bad = owner.get("/search?q=coffee&as_user=" + "x" * 300)
     assert bad.status_code == 400 and "user_id" in bad.text
+
+
+def test_pages_say_so_while_the_first_count_runs(
+    seeded: tuple[Memento, Seeded], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memento_inspector import app as app_module
+
+    monkeypatch.setattr(app_module, "FIRST_COUNT_WAIT", 0.0)
+    client = client_for(seeded[0])
+    inspector = client.app.state.inspector  # type: ignore[attr-defined]
+    with inspector._counting:  # a count in progress, as at 100,000 memories
+        for path in ("/", "/memories", "/users", f"/session?id={SESSION}"):
+            page = client.get(path)
+            assert page.status_code == 200 and 'id="counting"' in page.text, path
+        assert "Alice" in client.get(f"/memory/{seeded[1].coffee}").text  # not waiting
+    inspector.recount()
+    assert 'id="counting"' not in client.get("/").text

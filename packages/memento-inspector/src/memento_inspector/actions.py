@@ -80,7 +80,7 @@ async def edit(request: Request) -> Response:
     if pinned != item.pinned:
         pin = inspector.mem.apin if pinned else inspector.mem.aunpin
         await pin(memory_id, scope=scope)
-    inspector.changed()
+    await inspector.changed()
     return _go(f"/memory/{memory_id}?done=saved")
 
 
@@ -104,7 +104,7 @@ async def forget(request: Request) -> Response:
             changes=[change],
         )
     await inspector.mem.aforget(memory_id, hard=hard, scope=inspector.scope)
-    inspector.changed()
+    await inspector.changed()
     return _go("/memories?done=erased" if hard else f"/memory/{memory_id}?done=forgotten")
 
 
@@ -122,7 +122,7 @@ async def restore(request: Request) -> Response:
             changes=["show it again in recall"],
         )
     await inspector.mem.arestore(memory_id, scope=inspector.scope)
-    inspector.changed()
+    await inspector.changed()
     return _go(f"/memory/{memory_id}?done=restored")
 
 
@@ -150,7 +150,7 @@ async def erase_user(request: Request) -> Response:
             ],
         )
     report = await inspector.mem.aerase_user(user)
-    inspector.changed()
+    await inspector.changed()
     return render(request, "erased.html", report=report)
 
 

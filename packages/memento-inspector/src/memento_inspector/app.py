@@ -47,6 +47,8 @@ TOKEN_COOKIE = "memento_inspector_token"
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 CENSUS_SECONDS = 30.0
 """Counts older than this are recounted in the background (``Inspector.census``)."""
+FIRST_COUNT_WAIT = 3.0
+"""How long a page waits for the first count before it says it is counting."""
 QUICK_COUNT = 1.0
 """A census quicker than this (seconds) is redone at once after a change made here."""
 
@@ -75,6 +77,7 @@ class Inspector:
     catalog: Catalog | None = None
     """The last census's listing as arrays, for the browse page."""
     _counting: threading.Lock = field(default_factory=threading.Lock)
+    _first_count: threading.Event = field(default_factory=threading.Event)
     _count_seconds: float = 0.0
 
     @property
@@ -84,37 +87,50 @@ class Inspector:
             return None
         return Scope(user_id=self.user, project_id=self.project)
 
-    async def census(self) -> tuple[Census, float]:
-        """The counts of what the viewer may see, and how many seconds old they are.
+    async def census(self) -> tuple[Census, float] | None:
+        """The counts of what the viewer may see and how many seconds old they are; None
+        while the first count is still running after ``FIRST_COUNT_WAIT`` seconds.
 
-        A census reads every visible memory's fields (seconds at 100,000 memories), so pages
-        show the last one and a stale one is recounted in the background; only the first
-        waits for it."""
+        A census reads every visible memory's fields (tens of seconds at 100,000 memories),
+        so it runs in a thread: pages show the last one, a stale one is recounted in the
+        background, and a page asked for before the first one is done says so and reloads."""
         cached = self._census
         if cached is None:
-            await asyncio.to_thread(self.recount)
+            self.count_in_background()
+            await asyncio.to_thread(self._first_count.wait, FIRST_COUNT_WAIT)
             cached = self._census
-            assert cached is not None
-        elif time.monotonic() - cached[0] > CENSUS_SECONDS and not self._counting.locked():
-            threading.Thread(target=self.recount, name="inspector-census", daemon=True).start()
+            if cached is None:
+                return None
+        elif time.monotonic() - cached[0] > CENSUS_SECONDS:
+            self.count_in_background()
         return cached[1], time.monotonic() - cached[0]
 
+    def count_in_background(self) -> None:
+        if not self._counting.locked():
+            threading.Thread(target=self.recount, name="inspector-census", daemon=True).start()
+
     def recount(self) -> None:
-        with self._counting:
+        if not self._counting.acquire(blocking=False):
+            return  # a count is running: its result will do
+        try:
             started = time.monotonic()
             fresh = self.mem.census(self.scope)
             catalog = Catalog(fresh)
             self._count_seconds = time.monotonic() - started
-            if self._census is None or self._census[0] < started:
-                self._census = (started, fresh)
-                self.catalog = catalog
+            self._census = (started, fresh)
+            self.catalog = catalog
+        finally:
+            self._counting.release()
+            self._first_count.set()
 
-    def changed(self) -> None:
-        """A change went through: the counts and lists are recounted — before the next page
-        where a count is quick (under ``QUICK_COUNT`` seconds), else in the background while
-        pages show the last ones."""
-        if self._count_seconds < QUICK_COUNT:
-            self._census = None
+    async def changed(self) -> None:
+        """A change went through: the counts and lists are recounted — at once where a count
+        is quick (under ``QUICK_COUNT`` seconds), else in the background while pages show the
+        last ones."""
+        if self._count_seconds < QUICK_COUNT and self._census is not None:
+            await asyncio.to_thread(self._counting.acquire)  # a background count may be on
+            self._counting.release()
+            await asyncio.to_thread(self.recount)
         elif self._census is not None:
             self._census = (time.monotonic() - 2 * CENSUS_SECONDS, self._census[1])
 
@@ -253,7 +269,7 @@ def create_app(
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         # Count at once, so that the first overview need not wait for it.
-        threading.Thread(target=inspector.recount, name="inspector-census", daemon=True).start()
+        inspector.count_in_background()
         yield
 
     app = Starlette(

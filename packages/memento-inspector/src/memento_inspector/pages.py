@@ -34,9 +34,17 @@ def _inspector(request: Request) -> Inspector:
     return inspector
 
 
+def counting(request: Request) -> Response:
+    """The page asked for needs the first count, still running: it reloads itself."""
+    return render(request, "counting.html")
+
+
 async def overview(request: Request) -> Response:
     inspector = _inspector(request)
-    census, age = await inspector.census()
+    counted = await inspector.census()
+    if counted is None:
+        return counting(request)
+    census, age = counted
     status = inspector.mem.index_status()
     return render(
         request,
@@ -52,8 +60,10 @@ async def overview(request: Request) -> Response:
 async def browse(request: Request) -> Response:
     inspector = _inspector(request)
     query = forms.browse_query(request.query_params)
-    _, age = await inspector.census()
-    assert inspector.catalog is not None  # made with the census
+    counted = await inspector.census()
+    if counted is None or inspector.catalog is None:
+        return counting(request)
+    age = counted[1]
     found = await browsing.page(inspector.mem, inspector.scope, inspector.catalog, query)
     return render(
         request, "browse.html", query=query, page=found, pages=found.pages, census_age=age
@@ -245,8 +255,8 @@ async def session(request: Request) -> Response:
         ),
     )
     window = await viewer.awindow() if history else []
-    await inspector.census()
-    assert inspector.catalog is not None  # made with the census
+    if await inspector.census() is None or inspector.catalog is None:
+        return counting(request)
     archived = await mem.aget_many(
         inspector.catalog.in_session(session_id), scope=inspector.scope, include_deleted=True
     )
@@ -290,8 +300,10 @@ async def export(request: Request) -> Response:
 
 async def users(request: Request) -> Response:
     inspector = _inspector(request)
-    census, _ = await inspector.census()
-    return render(request, "users.html", census=census)
+    counted = await inspector.census()
+    if counted is None:
+        return counting(request)
+    return render(request, "users.html", census=counted[0])
 
 
 def routes() -> list[Route]:
