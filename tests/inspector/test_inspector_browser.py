@@ -67,9 +67,7 @@ def shots(tmp_path: Path) -> Path:
     return folder
 
 
-def test_the_main_flow_in_chromium(
-    served: str, fresh: tuple[Memento, Seeded], shots: Path
-) -> None:
+def test_the_main_flow_in_chromium(served: str, fresh: tuple[Memento, Seeded], shots: Path) -> None:
     mem, ids = fresh
     with playwright_api.sync_playwright() as driver:
         browser = driver.chromium.launch(executable_path=CHROMIUM, headless=True)
