@@ -147,15 +147,26 @@ def open_store(size: int, keep: Path | None) -> tuple[Memento, Path, float | Non
 
 
 def timed(client: TestClient, path: str, requests: int) -> dict[str, Any]:
+    """A page asked for once cold, then ``requests`` times. ``POST /hotwords?reply=…`` posts
+    the reply as the tester's form does (with the page's CSRF token)."""
+    method, _, target = path.partition(" ") if path.startswith("POST ") else ("GET", "", path)
+
+    def ask() -> Any:
+        if method != "POST":
+            return client.get(target)
+        where, _, reply = target.partition("?reply=")
+        csrf = client.app.state.inspector.csrf  # type: ignore[attr-defined]
+        return client.post(where, data={"reply": reply, "csrf": csrf})
+
     started = time.perf_counter()
-    first = client.get(path)
+    first = ask()
     cold_ms = (time.perf_counter() - started) * 1000
     if first.status_code != 200:
         raise SystemExit(f"{path}: HTTP {first.status_code}: {first.text[:300]}")
     laps = []
     for _ in range(requests):
         started = time.perf_counter()
-        client.get(path).raise_for_status()
+        ask().raise_for_status()
         laps.append((time.perf_counter() - started) * 1000)
     return {"path": path, "cold_ms": round(cold_ms, 1), "ms": latency_summary(laps)}
 
@@ -171,7 +182,7 @@ def pages(mem: Memento, size: int) -> dict[str, str]:
         "search": "/search?q=coffee+in+lisbon",
         "search, weights set": "/search?q=coffee+in+lisbon&w_relevance=0.3&w_importance=0.6",
         "memory": f"/memory/{some}",
-        "hotword tester": "/hotwords?reply=We+met+Zed100+and+Zed200+yesterday.",
+        "hotword tester": "POST /hotwords?reply=We met Zed100 and Zed200 yesterday.",
     }
 
 

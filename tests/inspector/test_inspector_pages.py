@@ -8,7 +8,7 @@ import io
 import json
 
 import pytest
-from _inspector_support import SESSION, TOKEN, Seeded, client_for
+from _inspector_support import SESSION, TOKEN, Seeded, client_for, csrf_of
 
 from memento_core import Memento
 
@@ -210,14 +210,19 @@ def test_a_memory_of_another_user_offers_no_changes(alice, seeded) -> None:  # t
 
 def test_the_hotword_tester_shows_what_fires_and_where(alice, seeded) -> None:  # type: ignore[no-untyped-def]
     reply = "Sure. Your cat Zephyr sounds lovely."
-    page = alice.get("/hotwords", params={"reply": reply})
+    assert alice.get("/hotwords").status_code == 200  # the empty tester
+    page = alice.post("/hotwords", data={"reply": reply, "csrf": csrf_of(alice)})
     assert page.status_code == 200
     assert f'href="/memory/{seeded[1].hotword}"' in page.text
     at = page.text.index("by character ")
     position = int(page.text[at:].split()[2])
     assert reply[:position].rstrip().endswith("Zephyr")
-    too_long = alice.get("/hotwords", params={"reply": "x" * 20_001})
-    assert too_long.status_code == 400
+    too_long = alice.post("/hotwords", data={"reply": "x" * 20_001, "csrf": csrf_of(alice)})
+    assert too_long.status_code == 400 and "20000" in too_long.text
+    assert alice.post("/hotwords", data={"reply": reply}).status_code == 403  # no CSRF token
+    reader = client_for(seeded[0], user="alice", read_only=True)  # testing changes nothing
+    tested = reader.post("/hotwords", data={"reply": reply, "csrf": csrf_of(reader)})
+    assert tested.status_code == 200 and seeded[1].hotword in tested.text
 
 
 # ----------------------------------------------------------------- sessions

@@ -203,9 +203,10 @@ def _chunks(text: str) -> list[str]:
 
 async def hotwords(request: Request) -> Response:
     inspector = _inspector(request)
-    reply = forms.query_text(
-        request.query_params.get("reply", ""), "reply", limit=forms.MAX_REPLY_CHARS
-    )
+    given = ""
+    if request.method == "POST":  # a reply is too long for an address; it changes nothing
+        given = str((await inspector.form(request, change=False)).get("reply", ""))
+    reply = forms.query_text(given, "reply", limit=forms.MAX_REPLY_CHARS)
     fired: list[dict[str, Any]] = []
     marked = Markup("")
     if reply:
@@ -312,7 +313,7 @@ def routes() -> list[Route]:
         Route("/memories", browse, methods=["GET"]),
         Route("/search", search, methods=["GET"]),
         Route("/memory/{memory_id}", memory, methods=["GET"]),
-        Route("/hotwords", hotwords, methods=["GET"]),
+        Route("/hotwords", hotwords, methods=["GET", "POST"]),
         Route("/session", session, methods=["GET"]),
         Route("/export", export, methods=["GET"]),
         Route("/users", users, methods=["GET"]),
