@@ -84,3 +84,52 @@ def test_all_is_sorted_and_names_every_public_object() -> None:
         if not name.startswith("_") and not inspect.ismodule(value)
     }
     assert public | {"__version__"} == set(exported)
+
+
+def test_the_command_prints_a_token_every_request_needs(tmp_path: Path) -> None:
+    """The real command on a free port: the address it prints carries the one-time token."""
+    import os
+    import urllib.error
+    import urllib.request
+
+    from memento_core import Memento, Scope
+
+    store = tmp_path / "store"
+    with Memento.open(store) as mem:
+        mem.remember("Dana plays the cello.", scope=Scope(user_id="dana"))
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    server = subprocess.Popen(
+        [sys.executable, "-m", "memento_inspector", "--path", str(store), "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+    )
+    try:
+        assert server.stdout is not None
+        line = server.stdout.readline()  # blocks until the server has bound its port
+        assert "as the store's owner" in line and "?token=" in line, line
+        address = line.split()[-1]
+        base, token = address.split("?token=")
+
+        class NoRedirect(urllib.request.HTTPRedirectHandler):
+            def redirect_request(self, *args: object, **kwargs: object) -> None:
+                return None
+
+        opener = urllib.request.build_opener(NoRedirect)
+        try:
+            opener.open(base, timeout=30)
+            raise AssertionError("a request without the token was served")
+        except urllib.error.HTTPError as refused:
+            assert refused.code == 401
+        try:
+            opener.open(address, timeout=30)
+            raise AssertionError("the token was not exchanged for a cookie")
+        except urllib.error.HTTPError as moved:
+            assert moved.code == 303 and token in moved.headers["set-cookie"]
+        request = urllib.request.Request(f"{base}memories", headers={"X-Memento-Token": token})
+        with opener.open(request, timeout=60) as page:
+            assert "Dana plays the cello." in page.read().decode()
+    finally:
+        server.terminate()
+        server.wait(timeout=30)

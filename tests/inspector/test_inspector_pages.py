@@ -296,3 +296,23 @@ def test_pages_say_so_while_the_first_count_runs(
         assert "Alice" in client.get(f"/memory/{seeded[1].coffee}").text  # not waiting
     inspector.recount()
     assert 'id="counting"' not in client.get("/").text
+
+
+@pytest.mark.server
+def test_over_a_chroma_server(chroma_server: str, embedder: object) -> None:
+    """The same pages over a store on the session's ``chroma run``."""
+    from uuid import uuid4
+
+    from _inspector_support import seed
+
+    with Memento.open(
+        url=chroma_server, collection_prefix=f"i{uuid4().hex[:10]}", embedder=embedder
+    ) as mem:  # type: ignore[arg-type]
+        ids = seed(mem)
+        alice = client_for(mem, user="alice")
+        assert ids.coffee in alice.get("/memories").text
+        assert ids.party not in alice.get("/memories?state=all").text
+        assert ids.coffee in alice.get("/search?q=coffee").text
+        assert "change feed last read" in alice.get("/").text
+        owner = client_for(mem)
+        assert "/memories?user=bob" in owner.get("/").text
