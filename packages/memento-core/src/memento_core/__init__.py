@@ -1,6 +1,6 @@
 """Memento: memory for AI agents — working, episodic, semantic and procedural — on Chroma."""
 
-from memento_core._browsing import Census, Listed
+from memento_core._census import Census, Listed
 from memento_core._chat import ChatMemory, FromSession, MessageTooLarge, WindowPolicy
 from memento_core._consolidation import SleepReport
 from memento_core._drafts import MemoryDraft

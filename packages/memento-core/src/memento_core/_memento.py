@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from memento_core import _browsing as browsing
+from memento_core import _census as counting
 from memento_core import _consolidation as consolidation
 from memento_core import _lifecycle as lifecycle
 from memento_core import _links as links
@@ -24,7 +24,7 @@ from memento_core import _transfer as transfer
 from memento_core import _worker as worker
 from memento_core import _writing as writing
 from memento_core import plugins
-from memento_core._browsing import Census
+from memento_core._census import Census
 from memento_core._chat import ChatMemory, FromSession, WindowPolicy
 from memento_core._chat_archive import summarize_thread as archive_thread
 from memento_core._chat_records import erase_user_messages
@@ -534,7 +534,7 @@ class Memento:
         expiring within ``horizon``; and ``listing``, every one of them by its flat fields,
         oldest first, to filter and page over (then ``get_many`` the page). Reads the
         memories' flat fields only, never their text: seconds at 100,000 memories."""
-        return browsing.census(self._engine, scope, now=now, horizon=horizon)
+        return counting.census(self._engine, scope, now=now, horizon=horizon)
 
     def all_links(self) -> list[Link]:
         return sorted(self._engine.store.find_links(), key=link_id)

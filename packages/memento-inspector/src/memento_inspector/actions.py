@@ -13,12 +13,7 @@ from starlette.routing import Route
 
 from memento_core import MemoryItem, Privacy, check_scope_value, parse_enum
 from memento_inspector import forms
-from memento_inspector.app import Inspector, Refused, render
-
-
-def _inspector(request: Request) -> Inspector:
-    inspector: Inspector = request.app.state.inspector
-    return inspector
+from memento_inspector.app import Inspector, Refused, inspector_of, render
 
 
 def _confirm(
@@ -45,7 +40,7 @@ async def _item(inspector: Inspector, memory_id: str) -> MemoryItem:
 
 
 async def edit(request: Request) -> Response:
-    inspector = _inspector(request)
+    inspector = inspector_of(request)
     form = await inspector.form(request)
     memory_id = request.path_params["memory_id"]
     item = await _item(inspector, memory_id)
@@ -85,7 +80,7 @@ async def edit(request: Request) -> Response:
 
 
 async def forget(request: Request) -> Response:
-    inspector = _inspector(request)
+    inspector = inspector_of(request)
     form = await inspector.form(request)
     memory_id = request.path_params["memory_id"]
     item = await _item(inspector, memory_id)
@@ -109,7 +104,7 @@ async def forget(request: Request) -> Response:
 
 
 async def restore(request: Request) -> Response:
-    inspector = _inspector(request)
+    inspector = inspector_of(request)
     form = await inspector.form(request)
     memory_id = request.path_params["memory_id"]
     item = await _item(inspector, memory_id)
@@ -127,7 +122,7 @@ async def restore(request: Request) -> Response:
 
 
 async def erase_user(request: Request) -> Response:
-    inspector = _inspector(request)
+    inspector = inspector_of(request)
     form = await inspector.form(request)
     user = check_scope_value(str(form.get("user", "")) or None, "user")
     if user is None:

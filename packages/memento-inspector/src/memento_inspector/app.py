@@ -15,7 +15,7 @@ import hmac
 import secrets
 import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,7 +26,7 @@ from starlette.middleware import Middleware
 from starlette.middleware.base import BaseHTTPMiddleware, RequestResponseEndpoint
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
-from starlette.routing import Mount, Route
+from starlette.routing import Mount
 from starlette.staticfiles import StaticFiles
 
 from memento_core import (
@@ -229,9 +229,6 @@ class Guard(BaseHTTPMiddleware):
         return await call_next(request)
 
 
-Handler = Callable[[Request], Awaitable[Response]]
-
-
 def create_app(
     mem: Memento,
     *,
@@ -295,8 +292,9 @@ async def _not_allowed(request: Request, exc: Exception) -> Response:
     return error_page(request, 405, f"{request.method} is not accepted at {request.url.path}")
 
 
-def route(path: str, handler: Handler, methods: list[str]) -> Route:
-    return Route(path, handler, methods=methods)
+def inspector_of(request: Request) -> Inspector:
+    inspector: Inspector = request.app.state.inspector
+    return inspector
 
 
-__all__ = ["Inspector", "Refused", "create_app", "error_page", "render", "route"]
+__all__ = ["Inspector", "Refused", "create_app", "error_page", "inspector_of", "render"]

@@ -50,15 +50,6 @@ class BrowseQuery:
     order: str
     page: int
 
-    def recall_filter(self) -> dict[str, Any]:
-        return {
-            "types": self.type,
-            "privacy": self.privacy,
-            "tags": list(self.tags) or None,
-            "since": self.since,
-            "until": self.until,
-        }
-
     def link(self, **changes: Any) -> str:
         """This query as a query string, with ``changes`` (for the pager)."""
         from urllib.parse import urlencode

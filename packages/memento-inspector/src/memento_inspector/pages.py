@@ -19,19 +19,13 @@ from memento_core import (
     HotwordDetected,
     Memento,
     MemoryItem,
-    MemoryNotFound,
     Recalled,
     Scope,
     WindowPolicy,
     detect_stream,
 )
 from memento_inspector import browsing, exporting, forms, plots
-from memento_inspector.app import Inspector, render
-
-
-def _inspector(request: Request) -> Inspector:
-    inspector: Inspector = request.app.state.inspector
-    return inspector
+from memento_inspector.app import Inspector, inspector_of, render
 
 
 def counting(request: Request) -> Response:
@@ -40,7 +34,7 @@ def counting(request: Request) -> Response:
 
 
 async def overview(request: Request) -> Response:
-    inspector = _inspector(request)
+    inspector = inspector_of(request)
     counted = await inspector.census()
     if counted is None:
         return counting(request)
@@ -58,7 +52,7 @@ async def overview(request: Request) -> Response:
 
 
 async def browse(request: Request) -> Response:
-    inspector = _inspector(request)
+    inspector = inspector_of(request)
     query = forms.browse_query(request.query_params)
     counted = await inspector.census()
     if counted is None or inspector.catalog is None:
@@ -100,7 +94,7 @@ def components(result: Recalled) -> list[tuple[str, float]]:
 
 
 async def search(request: Request) -> Response:
-    inspector = _inspector(request)
+    inspector = inspector_of(request)
     params = request.query_params
     query = forms.query_text(params.get("q", ""))
     limit = forms.whole_number(params.get("limit", "10"), "limit", low=1, high=50)
@@ -143,12 +137,10 @@ async def _get(inspector: Inspector, memory_id: str) -> MemoryItem:
     return await inspector.mem.aget(memory_id, scope=inspector.scope, include_deleted=True)
 
 
-async def _label(inspector: Inspector, memory_id: str) -> str:
-    try:
-        item = await _get(inspector, memory_id)
-    except MemoryNotFound:
-        return "(not visible)"
-    return item.title or item.content
+async def _labels(inspector: Inspector, memory_ids: list[str]) -> dict[str, str]:
+    """Each memory's title or text, for those the viewer may see, read at once."""
+    seen = await inspector.mem.aget_many(memory_ids, scope=inspector.scope, include_deleted=True)
+    return {item.id: item.title or item.content for item in seen}
 
 
 def expiry(mem: Memento, item: MemoryItem) -> str:
@@ -167,21 +159,28 @@ def expiry(mem: Memento, item: MemoryItem) -> str:
 
 
 async def memory(request: Request) -> Response:
-    inspector = _inspector(request)
+    inspector = inspector_of(request)
     memory_id = request.path_params["memory_id"]
     item = await _get(inspector, memory_id)
     mem = inspector.mem
     links, events = await asyncio.gather(mem.alinks(memory_id), mem.afeedback_events(memory_id))
-    neighbours: list[tuple[str, str, str, bool]] = []
-    for link in links:
-        outgoing = link.source_id == memory_id
-        other = link.target_id if outgoing else link.source_id
-        neighbours.append((other, await _label(inspector, other), link.type.value, outgoing))
+    related: list[tuple[str, str, bool]] = [
+        (
+            link.target_id if link.source_id == memory_id else link.source_id,
+            link.type.value,
+            link.source_id == memory_id,
+        )
+        for link in links
+    ]
     if item.follows:
-        neighbours.append((item.follows, await _label(inspector, item.follows), "follows", True))
+        related.append((item.follows, "follows", True))
     if item.superseded_by:
-        label = await _label(inspector, item.superseded_by)
-        neighbours.append((item.superseded_by, label, "superseded by", True))
+        related.append((item.superseded_by, "superseded by", True))
+    labels = await _labels(inspector, [other for other, _, _ in related])
+    neighbours = [
+        (other, labels.get(other, "(not visible)"), relation, outgoing)
+        for other, relation, outgoing in related
+    ]
     return render(
         request,
         "memory.html",
@@ -202,7 +201,7 @@ def _chunks(text: str) -> list[str]:
 
 
 async def hotwords(request: Request) -> Response:
-    inspector = _inspector(request)
+    inspector = inspector_of(request)
     given = ""
     if request.method == "POST":  # a reply is too long for an address; it changes nothing
         given = str((await inspector.form(request, change=False)).get("reply", ""))
@@ -235,13 +234,14 @@ async def hotwords(request: Request) -> Response:
             last = cut
         out.append(escape(reply[last:]))
         marked = Markup("").join(out)
+        labels = await _labels(inspector, [entry["event"].hotword_uid for entry in fired])
         for entry in fired:
-            entry["label"] = await _label(inspector, entry["event"].hotword_uid)
+            entry["label"] = labels.get(entry["event"].hotword_uid, "(not visible)")
     return render(request, "hotwords.html", reply=reply, fired=fired, marked=marked)
 
 
 async def session(request: Request) -> Response:
-    inspector = _inspector(request)
+    inspector = inspector_of(request)
     session_id = request.query_params.get("id", "")
     if not session_id:
         return render(request, "session.html", session_id="", window=[], history=[])
@@ -284,7 +284,7 @@ async def session(request: Request) -> Response:
 
 
 async def export(request: Request) -> Response:
-    inspector = _inspector(request)
+    inspector = inspector_of(request)
     fmt = request.query_params.get("fmt", "")
     if not fmt:
         return render(request, "export.html", formats=exporting.FORMATS)
@@ -300,7 +300,7 @@ async def export(request: Request) -> Response:
 
 
 async def users(request: Request) -> Response:
-    inspector = _inspector(request)
+    inspector = inspector_of(request)
     counted = await inspector.census()
     if counted is None:
         return counting(request)

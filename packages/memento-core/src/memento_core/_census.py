@@ -1,5 +1,5 @@
-"""What a person looking over a store sees: a census of the memories a viewer may see — counts,
-and a listing of every one of them by its flat fields — read without any memory's text.
+"""A census of the memories a viewer may see — counts, and a listing of every one of them by its
+flat fields — read without any memory's text: what a person looking over a store sees.
 
 For front ends that show a store (the inspector): they count, filter, sort and page over the
 listing, then read only the memories on the page (``Memento.get_many``).
