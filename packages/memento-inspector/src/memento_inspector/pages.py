@@ -1,5 +1,5 @@
 """The pages: what the viewer may see, read through core's public API. Nothing here changes
-the store (a search is run with usage tracking as the store has it)."""
+the store (the command opens it with ``track_usage=False``, so a search counts no use)."""
 
 from __future__ import annotations
 
