@@ -96,7 +96,8 @@ def test_the_command_prints_a_token_every_request_needs(tmp_path: Path) -> None:
 
     store = tmp_path / "store"
     with Memento.open(store) as mem:
-        mem.remember("Dana plays the cello.", scope=Scope(user_id="dana"))
+        cello = mem.remember("Dana plays the cello.", scope=Scope(user_id="dana"))
+        before = mem.get(cello)
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     server = subprocess.Popen(
         [sys.executable, "-m", "memento_inspector", "--path", str(store), "--port", "0"],
@@ -130,6 +131,14 @@ def test_the_command_prints_a_token_every_request_needs(tmp_path: Path) -> None:
         request = urllib.request.Request(f"{base}memories", headers={"X-Memento-Token": token})
         with opener.open(request, timeout=60) as page:
             assert "Dana plays the cello." in page.read().decode()
+        search = urllib.request.Request(
+            f"{base}search?q=cello&as_user=dana", headers={"X-Memento-Token": token}
+        )
+        with opener.open(search, timeout=60) as page:
+            assert cello in page.read().decode()
     finally:
         server.terminate()
         server.wait(timeout=30)
+    with Memento.open(store) as mem:  # looking is not an access: nothing moved
+        after = mem.get(cello)
+    assert (after.last_accessed_at, after.expires_at) == (before.last_accessed_at, before.expires_at)

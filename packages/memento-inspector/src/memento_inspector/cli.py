@@ -68,7 +68,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             url=args.url,
             collection_prefix=args.collection_prefix,
             read_only=args.read_only,
-            track_usage=False,  # looking (a search) is not a use: it must not move rankings
+            track_usage=False,  # a search here is not an access: no expiry moves
         )
     except MementoError as err:
         print(f"{PROG}: {err}", file=sys.stderr)

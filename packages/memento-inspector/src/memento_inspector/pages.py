@@ -1,5 +1,5 @@
 """The pages: what the viewer may see, read through core's public API. Nothing here changes
-the store (the command opens it with ``track_usage=False``, so a search counts no use)."""
+the store (the command opens it with ``track_usage=False``: a search is no access)."""
 
 from __future__ import annotations
 
