@@ -141,4 +141,5 @@ def test_the_command_prints_a_token_every_request_needs(tmp_path: Path) -> None:
         server.wait(timeout=30)
     with Memento.open(store) as mem:  # looking is not an access: nothing moved
         after = mem.get(cello)
-    assert (after.last_accessed_at, after.expires_at) == (before.last_accessed_at, before.expires_at)
+    assert after.last_accessed_at == before.last_accessed_at
+    assert after.expires_at == before.expires_at
