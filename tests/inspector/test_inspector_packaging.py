@@ -38,6 +38,7 @@ def test_the_wheel_holds_templates_and_script_and_needs_no_framework(tmp_path: P
             next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
         ).decode()
     assert metadata["Name"] == "memento-inspector" and metadata["License-Expression"] == "MIT"
+    assert metadata["Version"] == memento_inspector.__version__
     required = {
         canonicalize_name(Requirement(r).name) for r in metadata.get_all("Requires-Dist") or []
     }

@@ -284,9 +284,9 @@ def test_the_owner_searches_as_a_chosen_user(owner, seeded) -> None:  # type: ig
 def test_pages_say_so_while_the_first_count_runs(
     seeded: tuple[Memento, Seeded], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from memento_inspector import app as app_module
+    from memento_inspector import viewer
 
-    monkeypatch.setattr(app_module, "FIRST_COUNT_WAIT", 0.0)
+    monkeypatch.setattr(viewer, "FIRST_COUNT_WAIT", 0.0)
     client = client_for(seeded[0])
     inspector = client.app.state.inspector  # type: ignore[attr-defined]
     with inspector._counting:  # a count in progress, as at 100,000 memories

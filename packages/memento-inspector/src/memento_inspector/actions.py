@@ -13,7 +13,8 @@ from starlette.routing import Route
 
 from memento_core import MemoryItem, Privacy, check_scope_value, parse_enum
 from memento_inspector import forms
-from memento_inspector.app import Inspector, Refused, inspector_of, render
+from memento_inspector.rendering import render
+from memento_inspector.viewer import Inspector, Refused, inspector_of
 
 
 def _confirm(

@@ -25,7 +25,8 @@ from memento_core import (
     detect_stream,
 )
 from memento_inspector import browsing, exporting, forms, plots
-from memento_inspector.app import Inspector, inspector_of, render
+from memento_inspector.rendering import render
+from memento_inspector.viewer import Inspector, inspector_of
 
 
 def counting(request: Request) -> Response:
