@@ -17,6 +17,12 @@ from memento_inspector.viewer import Inspector
 TOKEN_COOKIE = "memento_inspector_token"
 
 
+def _cookie(request: Request) -> str:
+    """The token's cookie, named for the port: cookies do not tell ports apart, and two
+    inspectors on one host must not take each other's."""
+    return f"{TOKEN_COOKIE}_{request.url.port or 80}"
+
+
 def _host(header: str) -> str:
     if header.startswith("["):  # [::1]:8000
         return header[1 : header.find("]")]
@@ -40,11 +46,11 @@ class Guard(BaseHTTPMiddleware):
             target = rest.path + (f"?{rest.query}" if rest.query else "")
             response = RedirectResponse(target, status_code=303)
             response.set_cookie(
-                TOKEN_COOKIE, inspector.token, httponly=True, samesite="strict", path="/"
+                _cookie(request), inspector.token, httponly=True, samesite="strict", path="/"
             )
             return response
         sent = (
-            request.cookies.get(TOKEN_COOKIE)
+            request.cookies.get(_cookie(request))
             or request.headers.get("x-memento-token")
             or request.headers.get("authorization", "").removeprefix("Bearer ").strip()
         )
