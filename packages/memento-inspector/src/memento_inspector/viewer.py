@@ -18,7 +18,10 @@ from memento_inspector.browsing import Catalog
 
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 CENSUS_SECONDS = 30.0
-"""Counts older than this are recounted in the background (``Inspector.census``)."""
+"""Counts older than this are recounted in the background (``Inspector.census``) ..."""
+COUNT_SHARE = 10
+"""... or older than this many times the last count took: counting takes at most a tenth of
+the time (a census of 100,000 memories takes seconds of CPU)."""
 FIRST_COUNT_WAIT = 3.0
 """How long a page waits for the first count before it says it is counting."""
 QUICK_COUNT = 1.0
@@ -73,7 +76,7 @@ class Inspector:
             cached = self._census
             if cached is None:
                 return None
-        elif time.monotonic() - cached[0] > CENSUS_SECONDS:
+        elif time.monotonic() - cached[0] > max(CENSUS_SECONDS, COUNT_SHARE * self._count_seconds):
             self.count_in_background()
         return cached[1], time.monotonic() - cached[0]
 
