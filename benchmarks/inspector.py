@@ -232,7 +232,7 @@ def markdown(report: dict[str, Any]) -> str:
     lines += [
         "",
         "The census (every visible memory's fields, read once for the counts and the browse "
-        "list, then again in the background when 30 s old or after a change): "
+        "list, then again in the background when stale or after a change): "
         + ", ".join(f"{viewer} {s} s" for viewer, s in report["census_s"].items())
         + ". Pages asked for before the first census is done answer with a page that says "
         "so and reloads itself; the figures above are with it done.",
