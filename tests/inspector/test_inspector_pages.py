@@ -316,3 +316,18 @@ def test_over_a_chroma_server(chroma_server: str, embedder: object) -> None:
         assert "change feed last read" in alice.get("/").text
         owner = client_for(mem)
         assert "/memories?user=bob" in owner.get("/").text
+
+
+@pytest.mark.parametrize(
+    ("path", "status", "named"),
+    [
+        ("/memory/" + "x" * 2000, 400, "memory id"),
+        ("/session?id=" + "s" * 400, 400, "session_id"),
+        ("/session?id=%01", 400, "control character"),
+    ],
+)
+def test_malformed_ids_get_a_clear_message(owner, seeded, path: str, status: int, named: str) -> None:  # type: ignore[no-untyped-def]
+    before = snapshot(seeded[0])
+    response = owner.get(path)
+    assert response.status_code == status and named in response.text
+    assert snapshot(seeded[0]) == before
