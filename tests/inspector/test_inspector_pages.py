@@ -326,7 +326,7 @@ def test_over_a_chroma_server(chroma_server: str, embedder: object) -> None:
         ("/session?id=%01", 400, "control character"),
     ],
 )
-def test_malformed_ids_get_a_clear_message(owner, seeded, path: str, status: int, named: str) -> None:  # type: ignore[no-untyped-def]
+def test_malformed_ids_get_a_message(owner, seeded, path: str, status: int, named: str) -> None:  # type: ignore[no-untyped-def]
     before = snapshot(seeded[0])
     response = owner.get(path)
     assert response.status_code == status and named in response.text
