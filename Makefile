@@ -13,9 +13,10 @@ export TOKENIZERS_PARALLELISM := false
 # the default ONNX one.
 PACKAGES := -e packages/memento-minilm-onnx -e "packages/memento-core[torch]" \
 	-e packages/memento-langgraph -e packages/memento-llamaindex -e packages/memento-autogen \
-	-e packages/memento-mcp -e packages/memento-gateway
-DEV_TOOLS := pytest pytest-asyncio pytest-timeout pytest-xdist hypothesis ruff mypy websockets build rank-bm25 \
-	matplotlib hatchling import-linter langgraph-checkpoint-conformance "autogen-ext[chromadb]" langmem
+	-e packages/memento-mcp -e packages/memento-gateway -e packages/memento-inspector
+DEV_TOOLS := pytest pytest-asyncio pytest-timeout pytest-xdist hypothesis ruff mypy websockets \
+	build rank-bm25 matplotlib hatchling import-linter langgraph-checkpoint-conformance \
+	"autogen-ext[chromadb]" langmem playwright
 
 $(BIN)/.installed: constraints.txt packages/*/pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -25,18 +26,29 @@ $(BIN)/.installed: constraints.txt packages/*/pyproject.toml
 	$(BIN)/pip install --quiet --constraint constraints.txt $(PACKAGES) $(DEV_TOOLS)
 	touch $@
 
-.PHONY: demo test test-slow lint bench install
+# The inspector's browser test drives Debian's Chromium through Playwright (never
+# `playwright install`, which downloads a browser); as root, the test set-up installs it.
+chromium:
+	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; } || echo "chromium not installed: the browser test skips"
+
+.PHONY: demo test test-slow lint bench install inspect chromium
 install: $(BIN)/.installed
 
 demo: $(BIN)/.installed
 	$(BIN)/python examples/quickstart.py
+
+# The quickstart's store, kept in .quickstart-store, opened in the inspector as its owner.
+inspect: $(BIN)/.installed
+	MEMENTO_QUICKSTART_DIR=.quickstart-store $(BIN)/python examples/quickstart.py
+	$(BIN)/memento-inspector --path .quickstart-store
 
 # Two workers (this machine has two cores), each with its own model and Chroma server; work
 # stealing evens out the long server-mode and fault tests. The 15 slowest tests are printed so
 # the cost stays visible.
 PYTEST := $(BIN)/python -m pytest -n 2 --dist worksteal --durations=15
 
-test: $(BIN)/.installed
+test: $(BIN)/.installed chromium
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/lint-imports
@@ -51,4 +63,4 @@ lint: $(BIN)/.installed
 bench: $(BIN)/.installed
 	$(BIN)/python benchmarks/summary.py --run locomo langgraph_store llamaindex_memory \
 		autogen_memory consolidation working_memory hotwords scale gateway embedders install_size \
-		chat_to_memory cold_cli sharing chroma_footprint
+		chat_to_memory cold_cli sharing chroma_footprint inspector

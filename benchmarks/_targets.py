@@ -24,6 +24,8 @@ FRESHNESS_TARGET_MS = 1000.0
 INSTALL_MB_TARGET = 400.0
 FIRST_REMEMBER_TARGET_S = 1.5
 QUERY_P50_TARGET_MS = 5.0
+INSPECTOR_P95_TARGET_MS = 300.0
+INSPECTOR_SIZE = 100_000
 
 
 @dataclass
@@ -263,3 +265,26 @@ def install_targets(results: Path) -> list[dict[str, Any]]:
                 }
             )
     return found
+
+
+def inspector_targets(results: Path) -> list[dict[str, Any]]:
+    """The inspector issue's target: every page's p95 ≤ 300 ms at 100,000 memories."""
+    inspector = load_result(results, "inspector")
+    if inspector is None:
+        return []
+    rows = [(viewer, name, row) for viewer, pages in inspector["pages"].items()
+            for name, row in pages.items()]  # fmt: skip
+    viewer, name, worst = max(rows, key=lambda r: r[2]["ms"]["p95"])
+    coldest = max(rows, key=lambda r: r[2]["cold_ms"])
+    at_size = inspector["size"] >= INSPECTOR_SIZE
+    return [
+        {
+            "target": f"inspector: every page p95 ≤ {INSPECTOR_P95_TARGET_MS:.0f} ms at "
+            f"{INSPECTOR_SIZE:,} memories",
+            "value": f"worst p95 {worst['ms']['p95']} ms ({viewer}, {name}) at "
+            f"{inspector['size']:,}; slowest cold {coldest[2]['cold_ms']} ms ({coldest[0]}, "
+            f"{coldest[1]}); owner's census {inspector['census_s']['owner']} s (background)",
+            "met": (worst["ms"]["p95"] <= INSPECTOR_P95_TARGET_MS) if at_size else None,
+            "source": "inspector",
+        }
+    ]

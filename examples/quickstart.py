@@ -1,6 +1,7 @@
 """Memento in one minute: two users, two sessions, recall with reasons, privacy, export.
 
-Run it with `make demo` (it uses an embedded store in a temporary directory).
+Run it with `make demo` (it uses an embedded store in a temporary directory); `make inspect`
+runs it on a kept store and opens that in the inspector.
 """
 
 from __future__ import annotations
@@ -34,7 +35,9 @@ def show(title: str, results: list) -> None:  # type: ignore[type-arg]
 
 
 def main() -> None:
-    directory = tempfile.mkdtemp(prefix="memento-quickstart-")
+    # `make inspect` keeps the store (MEMENTO_QUICKSTART_DIR) to open it in the inspector.
+    kept = os.environ.get("MEMENTO_QUICKSTART_DIR")
+    directory = kept or tempfile.mkdtemp(prefix="memento-quickstart-")
     console.print(f"[bold]Opening an embedded store[/] in {directory}")
     mem = Memento.open(directory)
 

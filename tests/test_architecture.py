@@ -13,7 +13,13 @@ from __future__ import annotations
 import grimp
 import pytest
 
-ADAPTERS = ("memento_langgraph", "memento_llamaindex", "memento_autogen", "memento_mcp")
+ADAPTERS = (
+    "memento_langgraph",
+    "memento_llamaindex",
+    "memento_autogen",
+    "memento_mcp",
+    "memento_inspector",
+)
 FACADE = "memento_core._memento"
 FRONT_ENDS = {"memento_core", "memento_core.cli", "memento_core.testing"}
 """Core's own clients of the façade: the package's ``__init__``, the command line and the

@@ -1,5 +1,6 @@
 """Memento: memory for AI agents — working, episodic, semantic and procedural — on Chroma."""
 
+from memento_core._census import Census, Listed
 from memento_core._chat import ChatMemory, FromSession, MessageTooLarge, WindowPolicy
 from memento_core._consolidation import SleepReport
 from memento_core._drafts import MemoryDraft
@@ -82,6 +83,7 @@ __all__ = [
     "MAX_EVENT_BYTES",
     "MAX_RECALL_LIMIT",
     "CachingEmbedder",
+    "Census",
     "ChatMemory",
     "Conversation",
     "Embedder",
@@ -108,6 +110,7 @@ __all__ = [
     "InvalidScope",
     "Link",
     "LinkType",
+    "Listed",
     "MaintenanceReport",
     "Memento",
     "MementoError",

@@ -53,9 +53,16 @@ from memento_core._storage import (
     to_micros,
 )
 from memento_core._usage import UsageRecorder, used_fields
-from memento_core._visibility import Visibility, is_live, visibility_clause, visibility_of
+from memento_core._visibility import (
+    Visibility,
+    check_viewer,
+    is_live,
+    is_visible,
+    visibility_clause,
+    visibility_of,
+)
 from memento_core.embedding import CachingEmbedder
-from memento_core.errors import EmbedderMismatch, MemoryNotFound, ReadOnlyStore
+from memento_core.errors import EmbedderMismatch, InvalidInput, MemoryNotFound, ReadOnlyStore
 
 T = TypeVar("T")
 
@@ -257,6 +264,29 @@ class Engine:
             raise MemoryNotFound(memory_id)
         return found[0]
 
+    def get_many(
+        self, memory_ids: Sequence[str], *, scope: Scope | None, include_deleted: bool
+    ) -> list[MemoryItem]:
+        """``get`` for many ids in one read by id, leaving out what ``get`` would refuse.
+        Visibility is decided on the memories read: a ``where`` beside ids makes Chroma
+        evaluate it over the whole collection."""
+        if isinstance(memory_ids, str) or not isinstance(memory_ids, Sequence):
+            raise InvalidInput(f"memory_ids must be a list of ids, got {memory_ids!r}")
+        for memory_id in memory_ids:
+            check_id(memory_id)
+        if scope is not None:
+            check_viewer(scope)
+        wanted = list(dict.fromkeys(memory_ids))
+        found = self.usage.read_fresh(lambda: self.store.items_by_id(wanted))
+        now = utcnow()
+        by_id = {
+            item.id: item
+            for item in found
+            if (scope is None or is_visible(item, scope))
+            and (include_deleted or is_live(item, now))
+        }
+        return [by_id[i] for i in wanted if i in by_id]
+
     # ------------------------------------------------------- candidate index
 
     def _start(self) -> None:
@@ -358,6 +388,11 @@ class Engine:
                 Visibility(record.user_id, record.project_id, record.privacy),
                 record.vector,
             )
+
+    def feed_read_seconds_ago(self) -> float | None:
+        """Seconds since this process last read the change feed; None if it never did."""
+        polled = self._shared.polled
+        return None if not polled else max(0.0, time.monotonic() - polled)
 
     def catch_up(self, *, force: bool = False) -> None:
         """Apply the change-feed entries written by other processes since the last look."""

@@ -65,6 +65,9 @@ class IndexStatus:
     """Partitions read from the store since the store was opened in this process."""
     evictions: int
     """Partitions dropped to stay within the budget since then."""
+    feed_read_seconds_ago: float | None = None
+    """How long ago this process last read the store's change feed (what other processes
+    wrote); None before its first read (``Memento.index_status`` fills it in)."""
 
 
 def partitions_of(visibility: Visibility) -> tuple[str, ...]:

@@ -215,6 +215,24 @@ class Repository:
                 return ids
             offset += WHERE_PAGE
 
+    def item_fields_by_id(
+        self, where: Where | None = None
+    ) -> Iterator[tuple[str, Mapping[str, Any]]]:
+        """Each memory's id and flat metadata (no text, no JSON), for those matching ``where``.
+        Without ``where``, all ids in one read and then the metadata by id in pages: pages of a
+        whole-collection read would make Chroma skip ever more rows."""
+        if where is not None:
+            for memory_id, meta, _, _ in self._chroma.iter_records(
+                self._items, where=where, include=["metadatas"]
+            ):
+                yield memory_id, meta
+            return
+        ids = sorted(self.all_item_ids())
+        for memory_id, meta, _, _ in self._chroma.records_by_id(
+            self._items, ids, include=["metadatas"]
+        ):
+            yield memory_id, meta
+
     def item_partitions(
         self, partitions_of: Callable[[Mapping[str, Any]], Sequence[str]]
     ) -> Iterator[tuple[str, Sequence[str]]]:

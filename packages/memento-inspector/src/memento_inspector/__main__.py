@@ -1,0 +1,3 @@
+from memento_inspector.cli import main
+
+raise SystemExit(main())
