@@ -173,7 +173,19 @@ def item_from_record(memory_id: str, content: str, meta: Mapping[str, Any]) -> M
 
 
 def link_id(link: Link) -> str:
+    """A link's record id: ``source:type:target``, ``%`` and ``:`` in the memory ids
+    percent-escaped, so the two unescaped ``:`` part it whatever the ids hold (ids without
+    them keep the id they always had)."""
+    return f"{_escape(link.source_id)}:{link.type.value}:{_escape(link.target_id)}"
+
+
+def legacy_link_id(link: Link) -> str:
+    """The id a link got before the escaping (the same unless an id holds ``%`` or ``:``)."""
     return f"{link.source_id}:{link.type.value}:{link.target_id}"
+
+
+def _escape(memory_id: str) -> str:
+    return memory_id.replace("%", "%25").replace(":", "%3A")
 
 
 def link_metadata(link: Link) -> dict[str, Any]:

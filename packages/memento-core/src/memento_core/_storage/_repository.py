@@ -24,6 +24,7 @@ from memento_core._storage._records import (
     event_metadata,
     item_from_record,
     item_metadata,
+    legacy_link_id,
     link_from_record,
     link_id,
     link_metadata,
@@ -361,8 +362,11 @@ class Repository:
 
     # -------------------------------------------------------------------- links
 
-    def link(self, link_key: str) -> Link | None:
-        found = self._links.get(ids=[link_key], include=["metadatas", "documents"])
+    def link(self, link: Link) -> Link | None:
+        """The stored link with ``link``'s ends and type (under its id, or the id it had
+        before ids were escaped)."""
+        keys = [link_id(link), legacy_link_id(link)] if _escaped(link) else [link_id(link)]
+        found = self._links.get(ids=keys, include=["metadatas", "documents"])
         if not found["ids"]:
             return None
         return link_from_record(found["metadatas"][0], found["documents"][0] or "")
@@ -372,8 +376,9 @@ class Repository:
         fresh = {link_id(link): link for link in links}
         if not fresh:
             return
-        for known in self._links.get(ids=list(fresh), include=[])["ids"]:
-            del fresh[known]
+        legacy = {legacy_link_id(link): key for key, link in fresh.items() if _escaped(link)}
+        for known in self._links.get(ids=list(fresh.keys() | legacy.keys()), include=[])["ids"]:
+            fresh.pop(legacy.get(known, known), None)
         if fresh:
             self._links.add(
                 ids=list(fresh),
@@ -394,6 +399,10 @@ class Repository:
                 documents=[link.note or "" for link in batch],
                 metadatas=[link_metadata(link) for link in batch],
             )
+        # The same link stored before ids were escaped goes: one record per link.
+        legacy = [legacy_link_id(link) for link in unique if _escaped(link)]
+        for start in range(0, len(legacy), PAGE):
+            self._links.delete(ids=legacy[start : start + PAGE])
 
     def find_links(self, where: Where | None = None) -> list[Link]:
         return [
@@ -459,6 +468,7 @@ class Repository:
 
     def delete_links(self, links: Sequence[Link]) -> None:
         keys = [link_id(link) for link in links]
+        keys += [legacy_link_id(link) for link in links if _escaped(link)]
         for start in range(0, len(keys), PAGE):
             self._links.delete(ids=keys[start : start + PAGE])
 
@@ -594,3 +604,11 @@ class Repository:
     def prune_changes(self, before: int) -> None:
         """Drop change-feed entries stamped before ``before`` (microseconds)."""
         self.changes.delete(where={"at": {"$lt": before}})
+
+
+def _escaped(link: Link) -> bool:
+    """Whether ``link`` may be stored under the id it had before ids in link ids were escaped,
+    and that id is no other link's now: its memory ids hold a ``:`` (so the old id has more
+    than two, which no escaped id has). A link whose ids hold ``%`` only is found by its ends
+    and erased with its memories, but not by its old id."""
+    return ":" in link.source_id or ":" in link.target_id
