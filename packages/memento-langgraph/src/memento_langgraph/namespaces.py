@@ -13,8 +13,9 @@ One item ``(namespace, key)`` is one memory:
   whitespace, more than 256 characters), or one starting with core's reserved ``"adapter:"``
   or with ``"lg-user-"`` itself, is stored as ``"lg-user-"`` + a hash of the label, so every
   valid LangGraph namespace can be written and no two labels share a user. ``project_id`` is
-  the store's **home**: its ``project_id`` (default ``"langgraph"``) reserved for adapters, ``"adapter:langgraph"``; privacy is ``team``. A namespace without a
-  user is the store's own: its user is the home too.
+  the store's **home**: its ``project_id`` (default ``"langgraph"``) reserved for adapters,
+  ``"adapter:langgraph"``; privacy is ``team``. A namespace without a user is the store's
+  own: its user is the home too.
 - **who sees an item**: the store, which reads as its home project (``viewer()``), sees every
   item; a recall for a user sees that user's items and nobody else's; ``erase_user`` erases
   them. Nobody else does. Why a reserved project rather than private items: the store must
