@@ -248,6 +248,7 @@ def test_a_store_deleted_under_the_usage_writer_is_logged_once_and_the_writer_st
 
     caplog.set_level(logging.WARNING, logger="memento_core._usage")
     path = tmp_path / "doomed"
+    before = set(threading.enumerate())
     mem = Memento.open(path, embedder=embedder)
     memory_id = mem.remember("A memory about lanterns", scope=ANN)
     mem.recall("lanterns", scope=ANN)  # its partition loaded, the record cached
@@ -255,12 +256,9 @@ def test_a_store_deleted_under_the_usage_writer_is_logged_once_and_the_writer_st
     shutil.rmtree(path)
     assert [r.item.id for r in mem.recall("lanterns", scope=ANN)] == [memory_id]  # notes a use
 
-    def writer_running() -> bool:
-        return any(t.name == "memento-usage" and t.is_alive() for t in threading.enumerate())
-
-    deadline = time.monotonic() + 60
-    while writer_running() or not caplog.records:
-        assert time.monotonic() < deadline, "the usage writer kept running"
-        time.sleep(0.05)
+    # This store's writer (other tests' stores may have their own running).
+    (writer,) = [t for t in set(threading.enumerate()) - before if t.name == "memento-usage"]
+    writer.join(timeout=60)
+    assert not writer.is_alive(), "the usage writer kept running"
     messages = [r.getMessage() for r in caplog.records if r.name == "memento_core._usage"]
     assert messages == ["the store is gone: its noted memory uses are dropped"]
