@@ -121,3 +121,31 @@ def test_a_stores_own_export_with_many_hotword_variants_imports(
         assert copy.import_ndjson(mem.export())["memories"] == 1
         assert copy.items()[0].hotwords == tuple(variants)
         assert copy.hotword_detector() is not None
+
+
+def test_every_command_refuses_an_adapter_scope_and_flags_it_does_not_take(
+    cli_store: tuple[Memento, list[str]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``adapter:`` scope values are an adapter's own records: no command claims them (issue
+    31: ``export --user adapter:langgraph`` printed the LangGraph store's items)."""
+    mem, path = cli_store
+    kept = mem.remember("LangGraph's own record", scope=Scope(user_id="adapter:langgraph"))
+    for argv in (
+        ["export", "--user", "adapter:langgraph"],
+        ["get", kept, "--user", "adapter:langgraph"],
+        ["recall", "record", "--project", "adapter:x"],
+        ["forget", kept, "--hard", "--user", "adapter:langgraph"],
+        ["review", "--project", "adapter:x"],
+        ["sleep", "--user", "adapter:langgraph"],
+        ["erase-user", "adapter:langgraph"],
+    ):
+        one_line_error(run(capsys, *argv, *path), "adapter:")
+    for argv, flag in (
+        (["stats", "--user", "ann"], "--user"),
+        (["purge", "--project", "p"], "--project"),
+        (["build-directory", "--agent", "a"], "--agent"),
+        (["erase-user", "ann", "--user", "ann"], "--user"),
+        (["worker", "--once", "--session", "s"], "--session"),
+    ):
+        one_line_error(run(capsys, *argv, *path), f"{flag} means nothing")
+    assert mem.get(kept).content == "LangGraph's own record"

@@ -236,3 +236,29 @@ def test_a_read_during_a_usage_write_counts_its_uses_once() -> None:
     assert calls == [{"a": {"access_count": 1}}]
     assert usage.read_fresh(lambda: stored("a", 1))[0].access_count == 2
     usage.close()
+
+
+def test_a_store_deleted_under_the_usage_writer_is_logged_once_and_the_writer_stops(
+    tmp_path: Any, embedder: Embedder, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 31: a store directory deleted while the process held it made the writer log a
+    full traceback every few seconds, for ever."""
+    import logging
+    import shutil
+
+    caplog.set_level(logging.WARNING, logger="memento_core._usage")
+    path = tmp_path / "doomed"
+    before = set(threading.enumerate())
+    mem = Memento.open(path, embedder=embedder)
+    memory_id = mem.remember("A memory about lanterns", scope=ANN)
+    mem.recall("lanterns", scope=ANN)  # its partition loaded, the record cached
+    mem.stats()  # and the use noted by that recall written
+    shutil.rmtree(path)
+    assert [r.item.id for r in mem.recall("lanterns", scope=ANN)] == [memory_id]  # notes a use
+
+    # This store's writer (other tests' stores may have their own running).
+    (writer,) = [t for t in set(threading.enumerate()) - before if t.name == "memento-usage"]
+    writer.join(timeout=60)
+    assert not writer.is_alive(), "the usage writer kept running"
+    messages = [r.getMessage() for r in caplog.records if r.name == "memento_core._usage"]
+    assert messages == ["the store is gone: its noted memory uses are dropped"]

@@ -54,6 +54,23 @@ def test_any_valid_langgraph_user_label_can_be_stored(
     assert store.get(namespace, "pref") is None
 
 
+def test_a_label_spelling_another_labels_hash_is_another_user(
+    shared_mem: Memento, fresh: Fresh
+) -> None:
+    """Issue 31: ``"lg-user-<hash>"`` as a label was that label's own id, the very user the
+    hashed label (say, ``"alice\n"``) is stored as: two namespaces, one user."""
+    store = MementoStore(shared_mem, index={"fields": ["text"]}, user_label=1)
+    root = fresh("users")
+    store.put((root, "alice\n"), "pin", {"text": "Alice's locker code is 4711"})
+    hashed = shared_mem.get(store.mapping.memory_id((root, "alice\n"), "pin")).scope.user_id
+    assert hashed is not None and hashed.startswith("lg-user-")
+    store.put((root, hashed), "pin", {"text": "Someone else's note"})
+    lookalike = shared_mem.get(store.mapping.memory_id((root, hashed), "pin")).scope.user_id
+    assert lookalike != hashed
+    mine = shared_mem.recall("locker code", scope=Scope(user_id=lookalike), limit=5)
+    assert "4711" not in " ".join(r.item.content for r in mine)
+
+
 def test_a_valid_scope_label_stays_the_user_id(store: MementoStore, fresh: Fresh) -> None:
     user = fresh("alice")
     store.put(("memories", user), "k", {"text": "Alice rows on Sundays"})

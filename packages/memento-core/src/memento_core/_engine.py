@@ -189,7 +189,9 @@ class Engine:
         self.on_recalled: list[Callable[[str, Scope, list[Recalled]], None]] = []
         """Called with each recall's query, viewer and results (the façade's plugin hook)."""
         self.usage = UsageRecorder(
-            self._write_usage, lambda item, moment, uses: used_fields(item, moment, uses=uses)
+            self._write_usage,
+            lambda item, moment, uses: used_fields(item, moment, uses=uses),
+            gone=lambda: self._closed or self.store.gone(),
         )
         self._closed = False
         self._start()
@@ -421,6 +423,11 @@ class Engine:
         shared = self._shared
         partitions = shared.partitions
         fresh = [c for c in changes if c.id not in shared.applied]
+        if any(c.op == "erase" and not c.ids for c in fresh):
+            # An erasure names no ids (none may outlive it): drop every cached record; the
+            # index drops the erased ids when a recall finds them gone (``dropped``).
+            self.store.forget_cached()
+            self.hotwords_changed()
         if fresh:
             self.store.forget_cached(i for change in fresh for i in change.ids)
         indexed = [c for c in fresh if c.op != "touch"]  # a touch changes no index
@@ -472,6 +479,11 @@ class Engine:
         with partitions.loading:
             for item, vector in zip(items, vectors):
                 partitions.put((item.id, item.content, visibility_of(item), vector))
+
+    def dropped(self, memory_ids: Iterable[str]) -> None:
+        """Memories a read found gone from the store (erased by another process, whose feed
+        entry names no ids): out of the index."""
+        self._shared.partitions.remove(memory_ids)
 
     def unindexed(self, memory_ids: Sequence[str]) -> None:
         """Take memories this process just erased out of the index and the timeline."""

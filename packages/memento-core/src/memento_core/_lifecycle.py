@@ -251,6 +251,7 @@ def erase_user(
     owned = engine.store.find_item_ids({"user_id": checked})
     engine.forget_user_partition(checked, owned)
     derived, unlinked = erase(engine, owned)
+    engine.store.forget_link_maker(checked)
     extra = {eraser.__name__: eraser(engine, checked) for eraser in extra_erasers}
     # Adapters' side records of the user, found through the store: erasure reaches them even
     # where the adapter was never built (another process, the CLI).

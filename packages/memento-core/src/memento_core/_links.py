@@ -52,7 +52,7 @@ def link(
     made_by = None if caller is None else caller_user(caller) or None
     created = Link(source_id, link_type, target_id, note=note, made_by=made_by)
     with engine.store.lock:
-        existing = engine.store.link(link_id(created))
+        existing = engine.store.link(created)
         if existing is not None:
             return existing
         engine.store.add_links([created])

@@ -191,9 +191,8 @@ def check_importance(value: object) -> float:
         raise InvalidInput(f"importance must be a number from 0 to 1, got {value!r}")
     if not 0.0 <= value <= 1.0:  # NaN fails the comparison; a huge int compares exactly
         raise InvalidInput(f"importance must be from 0 to 1, got {value!r}")
-    # Nine decimals: Chroma's metadata does not give every float64 back bit for bit (the last
-    # digit of 6.89860721609291e-146 moved), and exports must round-trip byte for byte.
-    return round(float(value), 9)
+    # Kept exactly (the stored record's JSON carries it, see ``item_metadata``).
+    return float(value)
 
 
 def check_json(value: object, what: str) -> Any:

@@ -119,10 +119,13 @@ def candidates(
         if not wanted:
             return
         # Noted uses folded in: one may have restarted an expiry clock the store has not seen.
-        for item in engine.usage.read_fresh(lambda: engine.store.cached_items(wanted)):
+        found = engine.usage.read_fresh(lambda: engine.store.cached_items(wanted))
+        for item in found:
             if is_visible(item, viewer) and recall_filter.admits(item, moment):
                 admitted[item.id] = item
         rejected.update(i for i in wanted if i not in admitted)
+        if len(found) < len(wanted):  # erased elsewhere: the feed named no ids
+            engine.dropped(set(wanted) - {item.id for item in found})
 
     fetch = depth
     nearest = index.nearest(query_vector, limit=fetch, **visible_to)

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from memento_core import _lifecycle as lifecycle
 from memento_core import _writing as writing
 from memento_core._drafts import MAX_ID_CHARS, MAX_TITLE_CHARS
 from memento_core._model import (
@@ -36,7 +37,10 @@ from memento_core._model import (
     parse_enum,
 )
 from memento_core._storage import (
+    event_metadata,
+    item_metadata,
     link_id,
+    link_metadata,
     to_micros,
 )
 from memento_core.errors import InvalidImport, InvalidInput, MementoError
@@ -279,7 +283,10 @@ def _whole(value: Any, what: str) -> int:
 
 
 def _parse_retention(value: Any) -> timedelta | None:
-    return timedelta(seconds=_whole(value, "retention_seconds")) if value else None
+    seconds = _whole(value or 0, "retention_seconds")
+    if seconds > timedelta.max.total_seconds():
+        raise InvalidInput("retention_seconds is too large to store")
+    return timedelta(seconds=seconds) if seconds else None
 
 
 def _missing(field: str) -> datetime:
@@ -354,6 +361,7 @@ def import_ndjson(
             if parser is None:
                 raise InvalidInput(f"unknown record kind {record.get('kind')!r}")
             parsed = parser(record)
+            _check_storable(parsed)  # every value fits the store, before anything is written
         except (ValueError, TypeError, MementoError) as err:
             raise InvalidImport(str(err), line=number) from err
         except (OverflowError, RecursionError) as err:  # huge numbers, absurdly deep nesting
@@ -389,6 +397,15 @@ def import_ndjson(
     return {"memories": len(items), "links": len(links), "feedback": len(events)}
 
 
+def _check_storable(parsed: MemoryItem | Link | FeedbackEvent) -> None:
+    if isinstance(parsed, MemoryItem):
+        item_metadata(parsed, "")
+    elif isinstance(parsed, Link):
+        link_metadata(parsed)
+    else:
+        event_metadata(parsed)
+
+
 def restore_records(
     engine: Engine,
     items: Sequence[MemoryItem],
@@ -397,16 +414,34 @@ def restore_records(
     *,
     on_progress: Callable[[int], None] | None = None,
 ) -> None:
-    """Write exported records back as they were (ids, counters and timestamps kept)."""
+    """Write exported records back as they were (ids, counters and timestamps kept).
+
+    All or nothing: if the store fails midway (a full disk, a server gone), what was written
+    is undone before the error goes on — links first (those replaced get their old record
+    back), then feedback events, then the new memories, erased as ``forget(hard=True)``
+    erases, so no id of theirs stays in the change feed or the partition directory.
+    """
     store = engine.store
     with store.lock:
         known = store.existing_ids([i.id for i in items])
         fresh = [i for i in items if i.id not in known]
-        if fresh:
-            writing.store_items(engine, fresh, (), writing.BATCH_SIZE, on_progress)
-        store.put_links(links)
+        replaced = store.links_by_key([link_id(link) for link in links])
         # Events already stored (say, this store's own export coming back) aren't doubled.
         present = set(store.find_events(sorted({e.memory_id for e in events})))
-        for n, event in enumerate(events):
-            if event not in present:
-                store.add_event(event, key=f"{event.memory_id}:{to_micros(event.at)}:import{n}")
+        added: list[str] = []
+        try:
+            if fresh:
+                writing.store_items(engine, fresh, (), writing.BATCH_SIZE, on_progress)
+            store.put_links(links)
+            for n, event in enumerate(events):
+                if event not in present:
+                    key = f"{event.memory_id}:{to_micros(event.at)}:import{n}"
+                    added.append(key)
+                    store.add_event(event, key=key)
+        except BaseException:
+            new_links = [link for link in links if link_id(link) not in replaced]
+            store.delete_links(new_links)
+            store.put_links(list(replaced.values()))
+            store.delete_events(added)
+            lifecycle.erase_records(engine, [i.id for i in fresh])
+            raise

@@ -35,6 +35,8 @@ from memento_core._model import MemoryItem
 from memento_core._storage import to_micros
 
 log = logging.getLogger(__name__)
+MAX_BACKOFF = 60.0
+"""Seconds the usage writer waits at most between two tries on a store that fails."""
 
 _Noted = dict[str, tuple[MemoryItem, int, datetime]]
 """id -> (the stored item when first noted, uses since, last use)."""
@@ -60,8 +62,10 @@ class UsageRecorder:
         idle: float = 0.2,
         max_delay: float = 30.0,
         max_pending: int = 20_000,
+        gone: Callable[[], bool] = lambda: False,
     ) -> None:
         self._write = write
+        self._gone = gone
         self._fields = fields
         self._idle = idle
         self._max_delay = max_delay
@@ -179,6 +183,7 @@ class UsageRecorder:
         )
 
     def _run(self) -> None:
+        failures = 0
         while not self._stopped:
             self._wake.wait(min(self._idle, self._max_delay) / 2)
             if not self._due():
@@ -186,8 +191,23 @@ class UsageRecorder:
             try:
                 self.flush()
             except Exception:  # a background writer must not die; the next flush retries
-                log.warning("could not write memory usage counts", exc_info=True)
-                self._wake.wait(1.0)  # and a store that is down is not hammered
+                failures += 1
+                if self._gone():
+                    log.warning("the store is gone: its noted memory uses are dropped")
+                    with self._lock:
+                        self._pending.clear()
+                    return
+                if failures == 1:  # once per streak, not every few seconds for ever
+                    log.warning(
+                        "could not write memory usage counts; retrying, less and less often",
+                        exc_info=True,
+                    )
+                # A store that is down is not hammered: 1, 2, 4 … up to MAX_BACKOFF seconds.
+                self._wake.wait(min(2.0 ** (failures - 1), MAX_BACKOFF))
+            else:
+                if failures:
+                    log.warning("memory usage counts are written again")
+                failures = 0
 
     def close(self) -> None:
         self._stopped = True

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from memento_core._drafts import MemoryDraft, replacement, validate_draft
 from memento_core._model import MemoryItem, utcnow
 from memento_core._partitions import partition_digests
+from memento_core._storage import item_metadata
 from memento_core._visibility import visibility_of
 from memento_core.embedding import text_hash
 
@@ -102,6 +103,8 @@ def store_items(
     of the encoding, on LoCoMo's turns. Batches are written in order, one at a time, and all
     of them before this returns.
     """
+    for item in items:  # every value fits the store before the first batch is written
+        item_metadata(item, "")
     ordered = sorted(items, key=lambda item: len(item.content), reverse=True)
     batches = [ordered[start : start + batch_size] for start in range(0, len(ordered), batch_size)]
 

@@ -35,15 +35,26 @@ EXIT_USAGE = 2
 CREATING_COMMANDS = frozenset({"remember", "import"})
 
 
+SCOPE_FLAGS = ("user", "agent", "project", "session")
+
+
 def _scope(args: argparse.Namespace) -> Scope:
-    return check_claimable(
-        Scope(
-            user_id=args.user,
-            agent_id=args.agent,
-            project_id=args.project,
-            session_id=args.session,
-        )
+    return Scope(
+        user_id=args.user, agent_id=args.agent, project_id=args.project, session_id=args.session
     )
+
+
+def _check_scope_flags(args: argparse.Namespace) -> None:
+    """Refuse the scope flags a command does not take, and scope values no caller may claim
+    (``adapter:…``, ``check_claimable``): once, for every command, before it runs."""
+    taken = getattr(args, "scope_flags", ())
+    for flag in SCOPE_FLAGS:
+        if flag not in taken and getattr(args, flag, None) is not None:
+            raise InvalidInput(f"--{flag} means nothing for `memento {args.command}`; leave it out")
+    if taken:
+        check_claimable(_scope(args))
+    if getattr(args, "user_id", None) is not None:  # erase-user's argument
+        check_claimable(Scope(user_id=args.user_id))
 
 
 def _caller(args: argparse.Namespace) -> Scope | None:
@@ -51,12 +62,6 @@ def _caller(args: argparse.Namespace) -> Scope | None:
     memory); None when none is given: the CLI then acts as the store's owner."""
     given = (args.user, args.agent, args.project, args.session)
     return _scope(args) if any(value is not None for value in given) else None
-
-
-def _refuse_scope(args: argparse.Namespace, *flags: str) -> None:
-    for flag in flags:
-        if getattr(args, flag) is not None:
-            raise InvalidInput(f"--{flag} means nothing for `memento {args.command}`; leave it out")
 
 
 READING_COMMANDS = frozenset({"recall", "get", "export", "stats", "forget-candidates"})
@@ -189,7 +194,6 @@ def cmd_feedback(args: argparse.Namespace) -> None:
 
 def cmd_export(args: argparse.Namespace) -> None:
     # --user exports that user's own memories; the other scope flags select nothing.
-    _refuse_scope(args, "agent", "project", "session")
     with _open(args) as mem:
         lines = mem.export(args.format, user_id=args.user)
         if args.output in (None, "-"):
@@ -207,7 +211,6 @@ def cmd_import(args: argparse.Namespace) -> None:
         lines = Path(args.file).read_text(encoding="utf-8").splitlines(keepends=True)
     except (OSError, UnicodeDecodeError) as err:
         raise MementoError(f"cannot read {args.file}: {err}") from err
-    _refuse_scope(args, "user", "agent", "project", "session")  # records carry their scope
     total = sum(1 for line in lines if '"kind":"memory"' in line)
     with _open(args) as mem, Progress(transient=True) as progress:
         task = progress.add_task("importing", total=total or None)
@@ -218,7 +221,6 @@ def cmd_import(args: argparse.Namespace) -> None:
 def cmd_stats(args: argparse.Namespace) -> None:
     from rich.table import Table
 
-    _refuse_scope(args, "user", "agent", "project", "session")  # counts the whole store
     with _open(args) as mem:
         stats = mem.stats()
     table = Table(title="memento stats", show_header=False)
@@ -413,9 +415,15 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"{PROG} {_version()}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="command")
 
-    def add(name: str, handler: Callable[[argparse.Namespace], None], help: str) -> Any:
+    def add(
+        name: str,
+        handler: Callable[[argparse.Namespace], None],
+        help: str,
+        scope: Sequence[str] = SCOPE_FLAGS,
+    ) -> Any:
+        """A command; ``scope``: the scope flags it takes (any other is refused)."""
         sub = commands.add_parser(name, parents=[common], help=help, description=help)
-        sub.set_defaults(handler=handler)
+        sub.set_defaults(handler=handler, scope_flags=tuple(scope))
         return sub
 
     sub = add("remember", cmd_remember, "store a memory and print its id")
@@ -460,18 +468,19 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("--score", type=float, default=1.0)
     sub.add_argument("--note")
 
-    sub = add("export", cmd_export, "export the store")
+    sub = add("export", cmd_export, "export the store", scope=("user",))
     sub.add_argument("--format", default="ndjson", choices=["ndjson", "markdown", "csv"])
     sub.add_argument("--output", "-o", help="file to write (default: standard output)")
 
-    sub = add("import", cmd_import, "import an NDJSON export")
+    sub = add("import", cmd_import, "import an NDJSON export", scope=())  # records carry one
     sub.add_argument("file")
 
-    add("stats", cmd_stats, "show what the store holds")
+    add("stats", cmd_stats, "show what the store holds", scope=())  # the whole store
     add(
         "build-directory",
         cmd_build_directory,
         "list every memory in the partition directory (a store from an older version)",
+        scope=(),
     )
     plugin_parser = commands.add_parser("plugins", help="list installed plugins with versions")
     plugin_parser.set_defaults(handler=cmd_plugins)
@@ -484,13 +493,22 @@ def build_parser() -> argparse.ArgumentParser:
     sub = add("forget-candidates", cmd_forget_candidates, "list the soft-delete queue")
     sub.add_argument("--limit", type=int, default=20)
 
-    sub = add("purge", cmd_purge, "erase memories soft-deleted or expired past the grace period")
+    sub = add(
+        "purge",
+        cmd_purge,
+        "erase memories soft-deleted or expired past the grace period",
+        scope=(),
+    )
     sub.add_argument("--grace-days", type=float, default=30.0)
 
-    sub = add("erase-user", cmd_erase_user, "erase everything of one user (right to erasure)")
+    sub = add(
+        "erase-user", cmd_erase_user, "erase everything of one user (right to erasure)", scope=()
+    )
     sub.add_argument("user_id")
 
-    sub = add("worker", cmd_worker, "run purge, review scheduling and sleep on an interval")
+    sub = add(
+        "worker", cmd_worker, "run purge, review scheduling and sleep on an interval", scope=()
+    )
     sub.add_argument("--interval", type=float, default=300.0, help="seconds between passes")
     sub.add_argument("--once", action="store_true", help="run one pass and exit")
     return parser
@@ -502,6 +520,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if getattr(args, "url", None) and getattr(args, "path", None):
         parser.error("give either --path or --url, not both")
     try:
+        _check_scope_flags(args)
         args.handler(args)
     except MementoError as err:
         print(f"{PROG}: error: {err}", file=sys.stderr)

@@ -1,6 +1,7 @@
 """Memento's sendmsg gateway: any LangGraph graph behind the product's WebSocket protocol."""
 
 from memento_gateway.frames import MAX_FRAME_BYTES, TurnIds
+from memento_gateway.identities import ChangedIdentities, check_identities
 from memento_gateway.keys import KeyRegistry, Space, StaticKeys
 from memento_gateway.loading import load_keys, load_runnable
 from memento_gateway.memory_http import MEMORY_PATH
@@ -14,6 +15,7 @@ __all__ = [
     "DEFAULT_WINDOW",
     "MAX_FRAME_BYTES",
     "MEMORY_PATH",
+    "ChangedIdentities",
     "Gateway",
     "KeyRegistry",
     "RequestError",
@@ -25,6 +27,7 @@ __all__ = [
     "Voice",
     "VoiceHook",
     "__version__",
+    "check_identities",
     "load_keys",
     "load_runnable",
 ]

@@ -3,8 +3,9 @@
 A space is a project in Memento: team memories of ``project_id`` are the space's own, and its
 users are the space's users. The user a request acts as comes from the key and never from the
 client alone: a key bound to one user (``Space.user_id``) always acts as that user; otherwise
-the client's ``user_id`` is taken *inside the space* (``"<space_id>:<user_id>"``), so claiming a
-name another space or the store uses directly reaches nothing of theirs. A request without a
+the client's ``user_id`` is taken *inside the space* (``"<space_id>:<user_id>"``, each part
+escaped: ``memento_gateway.identities``), so claiming a name another space or the store uses
+directly reaches nothing of theirs, whatever characters either id holds. A request without a
 user (``GET /v4/memory`` without ``user_id``) acts as the space itself: it sees the space's team
 memories and public ones. A room is one chat session of one user in one space.
 """
@@ -12,6 +13,7 @@ memories and public ones. A room is one chat session of one user in one space.
 from __future__ import annotations
 
 import hashlib
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -19,11 +21,11 @@ from typing import Any, Protocol
 from langchain_core.runnables import Runnable
 
 from memento_core import InvalidInput, Scope, WindowPolicy, check_claimable
+from memento_gateway.identities import bound_user, client_user, space_user
 
 __all__ = ["KeyRegistry", "Space", "StaticKeys"]
 
 MAX_SPACE_ID_CHARS = 64
-_MAX_SCOPE_CHARS = 256
 
 
 def _digest(text: str) -> str:
@@ -59,6 +61,9 @@ class Space:
     def __post_init__(self) -> None:
         if not isinstance(self.space_id, str) or not 1 <= len(self.space_id) <= MAX_SPACE_ID_CHARS:
             raise InvalidInput(f"space_id must be 1 to {MAX_SPACE_ID_CHARS} characters")
+        # A room's session digests "<space>\x00<user>\x00<room>": no part may hold the separator.
+        if any(unicodedata.category(c) == "Cc" for c in self.space_id):
+            raise InvalidInput(f"space_id holds a control character: {self.space_id!r}")
         if not isinstance(self.graph, Runnable):
             raise InvalidInput(
                 f"graph must be a LangChain runnable, got {type(self.graph).__name__}"
@@ -67,8 +72,10 @@ class Space:
             raise InvalidInput(f"return_voice must be 0 or 1, got {self.return_voice!r}")
         if isinstance(self.recall_budget, bool) or not isinstance(self.recall_budget, int):
             raise InvalidInput(f"recall_budget must be a whole number, got {self.recall_budget!r}")
-        # A space may not act as, or in the project of, an adapter's own records; every user
-        # it acts as starts like ``user_for(None)`` (its fixed user, or its space id).
+        # A space may not act as, or in the project of, an adapter's own records; nor name
+        # itself or its fixed user like them (escaped, they would reach nothing, but the
+        # operator meant something this refusal tells them is not theirs).
+        check_claimable(Scope(user_id=self.user_id or self.space_id, project_id=self.project))
         check_claimable(
             Scope(user_id=self.user_for(None), agent_id=self.agent_id, project_id=self.project)
         )
@@ -80,15 +87,12 @@ class Space:
     def user_for(self, client_user_id: str | None) -> str:
         """The Memento user a request acts as (see the module docstring)."""
         if self.user_id is not None:
-            return self.user_id
+            return bound_user(self.user_id)
         if client_user_id is None:
             # Never no user at all: core's anonymous viewer sees every memory stored without a
             # user, whatever its project. No client id maps to this one (they all get a ":").
-            return f"{self.space_id}#space"
-        user = f"{self.space_id}:{client_user_id}"
-        if len(user) > _MAX_SCOPE_CHARS:  # still one user per client id, just hashed
-            user = f"{self.space_id}:#{_digest(client_user_id)}"
-        return user
+            return space_user(self.space_id)
+        return client_user(self.space_id, client_user_id)
 
     def scope_for(self, client_user_id: str | None) -> Scope:
         """The scope a request of this user acts and recalls with."""
@@ -117,3 +121,8 @@ class StaticKeys:
 
     async def resolve(self, api_key: str) -> Space | None:
         return self._spaces.get(_digest(api_key))
+
+    @property
+    def spaces(self) -> list[Space]:
+        """Every space of the table, one entry per key."""
+        return list(self._spaces.values())

@@ -20,7 +20,8 @@ from websockets.http11 import Request, Response
 
 from memento_core import InvalidInput, Memento, WindowPolicy
 from memento_gateway.frames import MAX_FRAME_BYTES, TurnIds, encode, error_frame, new_connection_id
-from memento_gateway.keys import KeyRegistry, Space
+from memento_gateway.identities import check_identities
+from memento_gateway.keys import KeyRegistry, Space, StaticKeys
 from memento_gateway.memory_http import MEMORY_PATH, memory_response
 from memento_gateway.requests import (
     API_KEY_NOT_EXIST,
@@ -62,8 +63,20 @@ class Gateway:
         Compression is off unless asked for (``compression="deflate"``): stream frames are a
         few hundred bytes, and deflating each one cost more CPU than any other step of the
         gateway's own per-frame work (``benchmarks/gateway.py``).
+
+        With a ``StaticKeys`` table, a store holding users whose owner changed when space and
+        user ids began to be escaped is refused first (``ChangedIdentities``); with another
+        ``KeyRegistry``, call ``check_identities`` for its spaces before serving.
         """
         kwargs.setdefault("compression", None)
+        if isinstance(self.keys, StaticKeys):
+            spaces = self.keys.spaces
+            await asyncio.to_thread(
+                check_identities,
+                self.mem,
+                {s.space_id for s in spaces if s.user_id is None},
+                {s.user_id for s in spaces if s.user_id is not None},
+            )
         server: Server = await serve(
             self.handle,
             host,

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -45,7 +46,14 @@ def decode(type_: str, data: str) -> Typed:
 
 
 def record_id(kind: str, *parts: str) -> str:
-    raw = "\x1f".join(parts).encode("utf-8", "surrogatepass")
+    """``kind`` + a hash of ``parts``, one id per tuple of parts: joined by ``\x1f`` (the ids
+    records always had), or as JSON after a leading ``\x1e`` when a part holds a separator
+    (no joined form starts with ``\x1e`` then: a first part holding one goes as JSON)."""
+    if any("\x1f" in part or "\x1e" in part for part in parts):
+        text = "\x1e" + json.dumps(list(parts))
+    else:
+        text = "\x1f".join(parts)
+    raw = text.encode("utf-8", "surrogatepass")
     return f"{kind}-{hashlib.sha256(raw).hexdigest()[:40]}"
 
 

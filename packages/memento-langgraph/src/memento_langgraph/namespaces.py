@@ -10,11 +10,12 @@ One item ``(namespace, key)`` is one memory:
   ``("memories", user_id)`` —, then the second. An int picks a position; ``None`` means no
   user. A one-label namespace ``(user_id,)`` is that user's too. A label that LangGraph allows
   but a Memento scope value does not (a control character such as a trailing newline, only
-  whitespace, more than 256 characters), or one starting with core's reserved ``"adapter:"``,
-  is stored as ``"lg-user-"`` + a hash of the label, so every valid LangGraph namespace can be
-  written. ``project_id`` is the store's **home**: its ``project_id`` (default ``"langgraph"``)
-  reserved for adapters, ``"adapter:langgraph"``; privacy is ``team``. A namespace without a
-  user is the store's own: its user is the home too.
+  whitespace, more than 256 characters), or one starting with core's reserved ``"adapter:"``
+  or with ``"lg-user-"`` itself, is stored as ``"lg-user-"`` + a hash of the label, so every
+  valid LangGraph namespace can be written and no two labels share a user. ``project_id`` is
+  the store's **home**: its ``project_id`` (default ``"langgraph"``) reserved for adapters,
+  ``"adapter:langgraph"``; privacy is ``team``. A namespace without a user is the store's
+  own: its user is the home too.
 - **who sees an item**: the store, which reads as its home project (``viewer()``), sees every
   item; a recall for a user sees that user's items and nobody else's; ``erase_user`` erases
   them. Nobody else does. Why a reserved project rather than private items: the store must
@@ -143,6 +144,10 @@ class NamespaceMapping:
         return namespace, key
 
 
+HASHED_USER = "lg-user-"
+"""The prefix of a user id made from a hashed label; no label maps to such an id as itself."""
+
+
 def user_id_for(label: str) -> str:
     """The Memento user id of a namespace's user label: the label itself when Memento accepts
     it as a scope value a caller may claim, else ``"lg-user-"`` + a hash of it (one label, one
@@ -151,9 +156,12 @@ def user_id_for(label: str) -> str:
         Scope(user_id=label)
         if label.startswith(ADAPTER_PREFIX):
             raise InvalidScope(label)  # reserved: it could name the store's own home
+        if label.startswith(HASHED_USER):
+            # Hashed too: a label spelling another label's hash would otherwise be its user.
+            raise InvalidScope(label)
     except InvalidScope:
         digest = hashlib.sha256(label.encode("utf-8", "surrogatepass")).hexdigest()[:40]
-        return "lg-user-" + digest
+        return HASHED_USER + digest
     return label
 
 

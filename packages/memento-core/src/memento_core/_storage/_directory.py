@@ -220,6 +220,18 @@ class PartitionDirectory:
                         kept = [i for i in listed if i not in gone]
                         self._records.put([record.id], [json.dumps(kept)], [record.metadata])
 
+    def scrub(self, erased: Sequence[str]) -> None:
+        """Take erased memories' ids out of every record that lists them, whatever its
+        partition (a memory id is a hash of its text and owner, so it must not outlive the
+        memory). A record left empty stays: a base counts its records."""
+        gone = set(erased)
+        with self._lock:
+            for record in self._records.naming([json.dumps(i) for i in gone]):
+                listed = json.loads(record.document)
+                kept = [i for i in listed if i not in gone]
+                if len(kept) < len(listed):
+                    self._records.put([record.id], [json.dumps(kept)], [record.metadata])
+
     def _write(
         self,
         write: Callable[..., None],

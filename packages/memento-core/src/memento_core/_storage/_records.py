@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 from collections.abc import Mapping
 from datetime import datetime, timedelta, timezone
 from typing import Any
@@ -22,11 +23,34 @@ from memento_core._model import (
     Privacy,
     Scope,
 )
+from memento_core.errors import InvalidInput
 
 NEVER = 2**62
 """``expires_at`` of a memory that never expires (microseconds; far beyond any real date)."""
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 FEEDBACK_KEYS = tuple(f"fb_{kind.value}" for kind in FeedbackKind)
+INT64 = range(-(2**63), 2**63)
+"""The whole numbers Chroma's metadata holds; a larger one fails deep inside a write (or
+is silently turned into a float)."""
+_FIELD_NAMES = {
+    "retention_s": "retention_seconds",
+    **{k: f"feedback {k[3:]}" for k in FEEDBACK_KEYS},
+}
+
+
+def check_storable(meta: Mapping[str, Any]) -> dict[str, Any]:
+    """``meta`` as given, if Chroma can hold every value as it is: whole numbers within 64
+    bits, finite floats. Otherwise ``InvalidInput`` naming the field."""
+    for key, value in meta.items():
+        for one in value if isinstance(value, list) else (value,):
+            if isinstance(one, bool) or not isinstance(one, (int, float)):
+                continue
+            if isinstance(one, int) and one not in INT64:
+                name = _FIELD_NAMES.get(key, key)
+                raise InvalidInput(f"{name} is too large to store (64-bit whole numbers only)")
+            if isinstance(one, float) and not math.isfinite(one):
+                raise InvalidInput(f"{_FIELD_NAMES.get(key, key)} must be a finite number")
+    return dict(meta)
 
 
 def to_micros(value: datetime | None) -> int:
@@ -74,6 +98,8 @@ def item_metadata(item: MemoryItem, text_hash: str, *, replacing: bool = False) 
                 "tags": list(item.tags),
                 "hotwords": list(item.hotwords),
                 "origin_trace": item.origin_trace,
+                # Exact: Chroma's float metadata may move a last digit; this one compares.
+                "importance": item.importance,
             },
             ensure_ascii=False,
             sort_keys=True,
@@ -97,7 +123,7 @@ def item_metadata(item: MemoryItem, text_hash: str, *, replacing: bool = False) 
             meta[key] = value
         elif replacing:
             meta[key] = None
-    return meta
+    return check_storable(meta)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -125,7 +151,7 @@ def item_from_record(memory_id: str, content: str, meta: Mapping[str, Any]) -> M
             meta.get("session_id") or None,
         ),
         privacy=Privacy(meta["privacy"]),
-        importance=float(meta["importance"]),
+        importance=float(doc.get("importance", meta["importance"])),
         pinned=bool(meta["pinned"]),
         tags=tuple(doc["tags"]),
         hotwords=tuple(doc["hotwords"]),
@@ -147,26 +173,42 @@ def item_from_record(memory_id: str, content: str, meta: Mapping[str, Any]) -> M
 
 
 def link_id(link: Link) -> str:
+    """A link's record id: ``source:type:target``, ``%`` and ``:`` in the memory ids
+    percent-escaped, so the two unescaped ``:`` part it whatever the ids hold (ids without
+    them keep the id they always had)."""
+    return f"{_escape(link.source_id)}:{link.type.value}:{_escape(link.target_id)}"
+
+
+def legacy_link_id(link: Link) -> str:
+    """The id a link got before the escaping (the same unless an id holds ``%`` or ``:``)."""
     return f"{link.source_id}:{link.type.value}:{link.target_id}"
 
 
+def _escape(memory_id: str) -> str:
+    return memory_id.replace("%", "%25").replace(":", "%3A")
+
+
 def link_metadata(link: Link) -> dict[str, Any]:
-    return {
-        "source_id": link.source_id,
-        "target_id": link.target_id,
-        "type": link.type.value,
-        "created_at": to_micros(link.created_at),
-        "made_by": link.made_by or "",
-    }
+    return check_storable(
+        {
+            "source_id": link.source_id,
+            "target_id": link.target_id,
+            "type": link.type.value,
+            "created_at": to_micros(link.created_at),
+            "made_by": link.made_by or "",
+        }
+    )
 
 
 def event_metadata(event: FeedbackEvent) -> dict[str, Any]:
-    return {
-        "memory_id": event.memory_id,
-        "kind": event.kind.value,
-        "score": event.score,
-        "at": to_micros(event.at),
-    }
+    return check_storable(
+        {
+            "memory_id": event.memory_id,
+            "kind": event.kind.value,
+            "score": event.score,
+            "at": to_micros(event.at),
+        }
+    )
 
 
 def link_from_record(meta: Mapping[str, Any], note: str) -> Link:

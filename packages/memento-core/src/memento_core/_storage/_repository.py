@@ -24,6 +24,7 @@ from memento_core._storage._records import (
     event_metadata,
     item_from_record,
     item_metadata,
+    legacy_link_id,
     link_from_record,
     link_id,
     link_metadata,
@@ -139,6 +140,11 @@ class Repository:
                     self._cache[item.id] = item
                 while len(self._cache) > ITEM_CACHE:
                     self._cache.popitem(last=False)
+
+    def gone(self) -> bool:
+        """Whether an embedded store's directory was deleted under it."""
+        directory = self._chroma.directory
+        return directory is not None and not (directory / "chroma.sqlite3").exists()
 
     def forget_cached(self, ids: Iterable[str] | None = None) -> None:
         """Drop these memories (all, without ``ids``) from the cache: they changed."""
@@ -338,11 +344,40 @@ class Repository:
         return self.log_change("touch", ids)
 
     def delete_items(self, ids: Sequence[str]) -> Change | None:
-        """Erase memories and their vectors, and log it in the change feed."""
+        """Erase memories and their vectors, and every mention of their ids in the partition
+        directory and the change feed; log the erasure there without ids (readers drop their
+        record caches, and their indexes drop the ids when a recall finds them gone)."""
+        if not ids:
+            return None
         for start in range(0, len(ids), PAGE):
             self._items.delete(ids=list(ids[start : start + PAGE]))
         self.forget_cached(ids)
-        return self.log_change("erase", ids)
+        self.directory.scrub(ids)
+        self._scrub_changes(ids)
+        return self.log_change("erase", (), force=True)
+
+    def _scrub_changes(self, erased: Sequence[str]) -> None:
+        """Take erased ids (and their partitions) out of the change-feed entries naming them;
+        an entry left naming nothing goes."""
+        gone = set(erased)
+        emptied: list[str] = []
+        for record in self.changes.naming([json.dumps(i) for i in gone]):
+            named = json.loads(record.document)
+            if isinstance(named, list):  # an older writer's entry: ids only
+                named = {"ids": named}
+            ids, partitions = named["ids"], named.get("partitions") or []
+            keep = [n for n, i in enumerate(ids) if i not in gone]
+            if len(keep) == len(ids):
+                continue
+            if not keep:
+                emptied.append(record.id)
+                continue
+            document = {
+                "ids": [ids[n] for n in keep],
+                "partitions": [partitions[n] for n in keep] if partitions else [],
+            }
+            self.changes.put([record.id], [json.dumps(document)], [record.metadata])
+        self.changes.delete(ids=emptied)
 
     def items_following(self, ids: Sequence[str]) -> list[MemoryItem]:
         """Memories whose timeline link (``follows``) points at one of ``ids``."""
@@ -354,8 +389,11 @@ class Repository:
 
     # -------------------------------------------------------------------- links
 
-    def link(self, link_key: str) -> Link | None:
-        found = self._links.get(ids=[link_key], include=["metadatas", "documents"])
+    def link(self, link: Link) -> Link | None:
+        """The stored link with ``link``'s ends and type (under its id, or the id it had
+        before ids were escaped)."""
+        keys = [link_id(link), legacy_link_id(link)] if _escaped(link) else [link_id(link)]
+        found = self._links.get(ids=keys, include=["metadatas", "documents"])
         if not found["ids"]:
             return None
         return link_from_record(found["metadatas"][0], found["documents"][0] or "")
@@ -365,8 +403,9 @@ class Repository:
         fresh = {link_id(link): link for link in links}
         if not fresh:
             return
-        for known in self._links.get(ids=list(fresh), include=[])["ids"]:
-            del fresh[known]
+        legacy = {legacy_link_id(link): key for key, link in fresh.items() if _escaped(link)}
+        for known in self._links.get(ids=list(fresh.keys() | legacy.keys()), include=[])["ids"]:
+            fresh.pop(legacy.get(known, known), None)
         if fresh:
             self._links.add(
                 ids=list(fresh),
@@ -387,6 +426,10 @@ class Repository:
                 documents=[link.note or "" for link in batch],
                 metadatas=[link_metadata(link) for link in batch],
             )
+        # The same link stored before ids were escaped goes: one record per link.
+        legacy = [legacy_link_id(link) for link in unique if _escaped(link)]
+        for start in range(0, len(legacy), PAGE):
+            self._links.delete(ids=legacy[start : start + PAGE])
 
     def find_links(self, where: Where | None = None) -> list[Link]:
         return [
@@ -438,9 +481,30 @@ class Repository:
                 where={"$or": [{"source_id": {"$in": page}}, {"target_id": {"$in": page}}]}
             )
 
+    def links_by_key(self, keys: Sequence[str]) -> dict[str, Link]:
+        """The stored links among ``keys`` (``link_id``s), by key."""
+        found: dict[str, Link] = {}
+        unique = list(dict.fromkeys(keys))
+        for start in range(0, len(unique), PAGE):
+            got = self._links.get(
+                ids=unique[start : start + PAGE], include=["metadatas", "documents"]
+            )
+            for key, meta, note in zip(got["ids"], got["metadatas"], got["documents"]):
+                found[key] = link_from_record(meta, note or "")
+        return found
+
     def delete_links(self, links: Sequence[Link]) -> None:
-        if links:
-            self._links.delete(ids=[link_id(link) for link in links])
+        keys = [link_id(link) for link in links]
+        keys += [legacy_link_id(link) for link in links if _escaped(link)]
+        for start in range(0, len(keys), PAGE):
+            self._links.delete(ids=keys[start : start + PAGE])
+
+    def forget_link_maker(self, user_id: str) -> None:
+        """Links an erased user made between memories that stay keep no trace of who made them."""
+        made = self._links.get(where={"made_by": user_id}, include=[])["ids"]
+        for start in range(0, len(made), PAGE):
+            page = made[start : start + PAGE]
+            self._links.update(ids=page, metadatas=[{"made_by": ""} for _ in page])
 
     def count_links(self) -> int:
         return int(self._links.count())
@@ -468,6 +532,11 @@ class Repository:
                 self._events, where=where, include=["metadatas", "documents"]
             )
         ]
+
+    def delete_events(self, keys: Sequence[str]) -> None:
+        """Delete the feedback events stored under these keys."""
+        for start in range(0, len(keys), PAGE):
+            self._events.delete(ids=list(keys[start : start + PAGE]))
 
     def delete_events_of(self, memory_ids: Sequence[str]) -> None:
         listed = list(memory_ids)
@@ -525,10 +594,13 @@ class Repository:
         op: str,
         ids: Sequence[str],
         partitions: Sequence[Sequence[str]] = (),
+        *,
+        force: bool = False,
     ) -> Change | None:
         """Append an entry to the change feed (after the write it describes, so a reader that
-        sees the entry finds the records)."""
-        if not ids:
+        sees the entry finds the records). An entry without ids is written only if ``force``
+        (an erasure, which names none)."""
+        if not ids and not force:
             return None
         at = to_micros(utcnow())
         change = Change(
@@ -559,3 +631,11 @@ class Repository:
     def prune_changes(self, before: int) -> None:
         """Drop change-feed entries stamped before ``before`` (microseconds)."""
         self.changes.delete(where={"at": {"$lt": before}})
+
+
+def _escaped(link: Link) -> bool:
+    """Whether ``link`` may be stored under the id it had before ids in link ids were escaped,
+    and that id is no other link's now: its memory ids hold a ``:`` (so the old id has more
+    than two, which no escaped id has). A link whose ids hold ``%`` only is found by its ends
+    and erased with its memories, but not by its old id."""
+    return ":" in link.source_id or ":" in link.target_id

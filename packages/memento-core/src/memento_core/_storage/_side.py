@@ -8,6 +8,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from memento_core._storage._chroma import PAGE, PLACEHOLDER_VECTOR, ChromaStore
+from memento_core._storage._records import check_storable
+
+NAMING_PAGE = 50
+"""Texts looked for per read in ``SideRecords.naming`` (one ``$or`` of ``$contains``)."""
 
 Where = Mapping[str, Any]
 
@@ -62,7 +66,9 @@ class SideRecords:
                 ids=list(ids),
                 embeddings=[PLACEHOLDER_VECTOR] * len(ids),
                 documents=list(documents),
-                metadatas=[dict(m) for m in metadatas],
+                # Every value checked before the write: Chroma fails deep inside on a number
+                # it cannot hold, or silently turns a huge int into a float.
+                metadatas=[check_storable(m) for m in metadatas],
             )
 
     def get(self, ids: Sequence[str]) -> list[SideRecord]:
@@ -85,6 +91,22 @@ class SideRecords:
             )
         ]
         return sorted(found, key=lambda record: record.id)
+
+    def naming(self, texts: Sequence[str]) -> list[SideRecord]:
+        """Every record whose document contains one of ``texts`` (as given: a caller looking
+        for an id in a JSON list passes ``json.dumps(id)``), sorted by id."""
+        found: dict[str, SideRecord] = {}
+        unique = list(dict.fromkeys(texts))
+        for start in range(0, len(unique), NAMING_PAGE):
+            page = unique[start : start + NAMING_PAGE]
+            clauses = [{"$contains": text} for text in page]
+            where_document = clauses[0] if len(clauses) == 1 else {"$or": clauses}
+            got = self._collection.get(
+                where_document=where_document, include=["metadatas", "documents"]
+            )
+            for i, m, d in zip(got["ids"], got["metadatas"], got["documents"]):
+                found[i] = SideRecord(i, d or "", m)
+        return sorted(found.values(), key=lambda record: record.id)
 
     def ids(self, where: Where | None = None) -> list[str]:
         return [
