@@ -4,6 +4,7 @@ from memento_core._chat import ChatMemory, FromSession, MessageTooLarge, WindowP
 from memento_core._consolidation import SleepReport
 from memento_core._drafts import MemoryDraft
 from memento_core._filters import RecallFilter
+from memento_core._history import ChangeKind, MemoryChange
 from memento_core._injection import InjectedMemory, Injection
 from memento_core._lifecycle import ErasureReport, ForgetCandidate, PurgeReport
 from memento_core._memento import MAX_RECALL_LIMIT, Memento, StoreStats
@@ -82,6 +83,7 @@ __all__ = [
     "MAX_EVENT_BYTES",
     "MAX_RECALL_LIMIT",
     "CachingEmbedder",
+    "ChangeKind",
     "ChatMemory",
     "Conversation",
     "Embedder",
@@ -111,6 +113,7 @@ __all__ = [
     "MaintenanceReport",
     "Memento",
     "MementoError",
+    "MemoryChange",
     "MemoryDict",
     "MemoryDraft",
     "MemoryItem",

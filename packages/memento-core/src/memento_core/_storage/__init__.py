@@ -30,6 +30,7 @@ from memento_core._storage._records import (
     to_micros,
 )
 from memento_core._storage._repository import (
+    HISTORY_HEAD,
     SIDE_OWNER_KEY,
     Change,
     IndexRecord,
@@ -39,6 +40,7 @@ from memento_core._storage._side import SideRecord, SideRecords
 
 __all__ = [
     "EPOCH",
+    "HISTORY_HEAD",
     "MERGE_AT",
     "NEVER",
     "PAGE",
