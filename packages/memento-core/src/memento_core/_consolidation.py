@@ -292,7 +292,7 @@ def _check_facts(engine: Engine, scope: Scope, report: SleepReport, moment: date
         older, newer = facts[older_index], facts[newer_index]
         if older.id not in merged and older.superseded_by != newer.id:
             superseded.append(_superseding(older, newer))
-    _history.set_fields(engine, superseded, _history.WORKER, moment)
+    _history.set_fields(engine, superseded, _history.WORKER)  # logged now, after the links
 
 
 def _superseding(older: MemoryItem, newer: MemoryItem) -> tuple[_history.Entry, dict[str, Any]]:
@@ -335,6 +335,4 @@ def _merge(engine: Engine, newer: MemoryItem, older: MemoryItem, moment: datetim
         {"deleted_at": moment.isoformat()},
         related=older.id,
     )
-    _history.set_fields(
-        engine, [(entry, {"deleted_at": to_micros(moment)})], _history.WORKER, moment
-    )
+    _history.set_fields(engine, [(entry, {"deleted_at": to_micros(moment)})], _history.WORKER)

@@ -71,7 +71,8 @@ class MemoryChange:
     kind: ChangeKind
     at: datetime
     actor: Actor
-    """The caller's ``Scope``; ``"owner"`` (the application, no caller), ``"worker"``
+    """The caller's ``Scope`` (of feedback and links, the user who gave or made them: those
+    records keep no more); ``"owner"`` (the application, no caller), ``"worker"``
     (maintenance) or ``"erased"`` (a user since erased)."""
     before: Mapping[str, Any] = field(default_factory=dict)
     """Fields as they were (JSON values: times as ISO 8601 strings)."""
@@ -145,7 +146,8 @@ def diff(old: MemoryItem, new: MemoryItem, names: Iterable[str] = EDITABLE) -> E
 
 
 def with_fields(item: MemoryItem, values: Mapping[str, Any]) -> MemoryItem:
-    """``item`` with logged field values put back (``before`` of a change undoes it)."""
+    """``item`` with logged field values put back (``before`` of a change undoes it). Only
+    memory fields are logged under their own names (a link's type is ``link_type``)."""
     chosen = {k: _from_json(k, v) for k, v in values.items() if k in UNDOABLE}
     for name in ("pinned", "review_step"):
         if name in chosen and chosen[name] is None:
@@ -317,7 +319,7 @@ def changes(engine: Engine, item: MemoryItem, now: datetime) -> list[MemoryChang
                     item.id,
                     before["source_id"],
                     before["target_id"],
-                    before["type"],
+                    before["link_type"],
                     datetime.fromisoformat(before["linked_at"]),
                     before.get("made_by"),
                     before.get("note"),
@@ -348,7 +350,12 @@ def _linked(
         ChangeKind.LINKED,
         at,
         Scope(user_id=made_by) if made_by else OWNER,
-        after={"type": link_type, "source_id": source_id, "target_id": target_id, "note": note},
+        after={
+            "link_type": link_type,
+            "source_id": source_id,
+            "target_id": target_id,
+            "note": note,
+        },
         related=related if related is not None else other,
     )
 

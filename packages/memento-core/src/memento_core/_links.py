@@ -86,7 +86,7 @@ def unlink(
         before = {
             "source_id": source_id,
             "target_id": target_id,
-            "type": link_type.value,
+            "link_type": link_type.value,
             "linked_at": found.created_at.isoformat(),
             "made_by": found.made_by,
             "note": found.note,
