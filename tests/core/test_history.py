@@ -1,4 +1,4 @@
-"""A memory's history (``changes``) and time on facts (validity, recall ``as_of`` / ``known_at``)."""
+"""A memory's history (``changes``) and time on facts (validity, recall ``as_of``, ``known_at``)."""
 
 from __future__ import annotations
 

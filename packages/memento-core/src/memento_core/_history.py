@@ -424,21 +424,25 @@ def _rewrite(
 # ------------------------------------------------------------------ export/import
 
 
+def change_json(change: MemoryChange) -> dict[str, Any]:
+    """A change as a JSON object (the CLI's, the MCP tool's and the export's)."""
+    return {
+        "memory_id": change.memory_id,
+        "seq": change.seq,
+        "change": change.kind.value,
+        "at": change.at.isoformat(),
+        "actor": _actor_json(change.actor),
+        "before": dict(change.before),
+        "after": dict(change.after),
+        "related": change.related,
+    }
+
+
 def export_records(engine: Engine, memory_ids: Sequence[str]) -> list[dict[str, Any]]:
     """The committed log records of these memories as export records, in a fixed order."""
     found = logged(engine, memory_ids)
     return [
-        {
-            "kind": "change",
-            "memory_id": change.memory_id,
-            "seq": change.seq,
-            "change": change.kind.value,
-            "at": change.at.isoformat(),
-            "actor": _actor_json(change.actor),
-            "before": dict(change.before),
-            "after": dict(change.after),
-            "related": change.related,
-        }
+        {"kind": "change", **change_json(change)}
         for memory_id in sorted(found)
         for change in found[memory_id]
     ]

@@ -82,10 +82,30 @@ def write(
         if not writes:
             return
         writes = link_timeline(engine, writes, new={i.id for i in unique} - existing.keys())
-        store_items(engine, writes, existing.keys(), batch_size, on_progress)
+        heads = _log_replacements(engine, [(existing[i.id], i) for i in writes if i.id in existing])
+        store_items(engine, writes, existing.keys(), batch_size, on_progress, extra=heads)
     if any(item.hotwords for item in writes) or replacing:
         engine.hotwords_changed()
     engine.written(writes)
+
+
+def _log_replacements(
+    engine: Engine, pairs: Sequence[tuple[MemoryItem, MemoryItem]]
+) -> dict[str, dict[str, Any]]:
+    """Log each replacement under a caller-chosen id as an ``updated`` change, one log write
+    for all; the heads to commit with the memories. New memories log nothing."""
+    from memento_core import _history as history
+    from memento_core._storage import HISTORY_HEAD
+
+    edits = [(edit, new.scope) for old, new in pairs if (edit := history.diff(old, new))]
+    heads: dict[str, dict[str, Any]] = {}
+    # One log write per actor (a batch from one caller shares it).
+    for scope in dict.fromkeys(scope for _, scope in edits):
+        entries = [edit for edit, of in edits if of == scope]
+        actor = history.actor_of(None if scope == Scope() else scope)
+        logged = history.log(engine, entries, actor, utcnow())
+        heads.update({e.memory_id: {HISTORY_HEAD: logged[e.memory_id]} for e in entries})
+    return heads
 
 
 def _restore(engine: Engine, items: Sequence[MemoryItem], now: datetime) -> None:
