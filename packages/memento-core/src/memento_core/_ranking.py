@@ -257,12 +257,11 @@ def _outdated(item: MemoryItem, now: datetime) -> bool:
 
 
 def _notes(item: MemoryItem, now: datetime) -> tuple[str, ...]:
-    notes = []
-    if item.superseded_by:
-        notes.append(f"superseded by newer memory {item.superseded_by}")
+    if item.superseded_by:  # its validity ended where the newer one's began (sleep)
+        return (f"superseded by newer memory {item.superseded_by}",)
     if item.valid_to is not None and item.valid_to <= now:
-        notes.append(f"no longer valid since {item.valid_to.isoformat()}")
-    return tuple(notes)
+        return (f"no longer valid since {item.valid_to.isoformat()}",)
+    return ()
 
 
 def _contexts(candidates: Sequence[Candidate], relevances: Sequence[float]) -> list[float]:

@@ -168,7 +168,12 @@ def cmd_changes(args: argparse.Namespace) -> None:
         return
     for row in rows:
         actor = row["actor"] if isinstance(row["actor"], str) else row["actor"]["user_id"] or "-"
-        fields = sorted({*row["before"], *row["after"]})
+        empty = (None, [], {})  # what a memory was created without
+        fields = sorted(
+            name
+            for name in {*row["before"], *row["after"]}
+            if name in row["before"] or row["after"][name] not in empty
+        )
         shown = "; ".join(
             f"{name}: {row['before'].get(name)!r} -> {row['after'].get(name)!r}"
             if name in row["before"]
