@@ -31,10 +31,11 @@ from memento_core import Memento, MemoryDraft, Scope
 from memento_core.testing import HashEmbedder
 
 SEED = 20_261_128
-WORDS = (
-    "harbour lantern copper violet meadow signal orchard glacier pepper tunnel velvet quarry "
-    "saddle timber falcon marble cobalt canyon ribbon walnut thistle beacon ember willow"
-).split()
+WORDS = [
+    "harbour", "lantern", "copper", "violet", "meadow", "signal", "orchard", "glacier", "pepper",
+    "tunnel", "velvet", "quarry", "saddle", "timber", "falcon", "marble", "cobalt", "canyon",
+    "ribbon", "walnut", "thistle", "beacon", "ember", "willow",
+]  # fmt: skip
 USERS = 10
 
 

@@ -113,6 +113,15 @@ def test_expiry_and_sleep_events_are_the_workers(mem: Memento) -> None:
     assert kinds(merged)[-1] == "merged" and merged[-1].related == older
 
 
+def test_remembering_a_forgotten_memory_again_restores_it_with_its_caller(mem: Memento) -> None:
+    memory_id = mem.remember("The spare key is with the neighbour.", scope=ANN)
+    mem.forget(memory_id)
+    assert mem.remember("The spare key is with the neighbour.", scope=ANN) == memory_id
+    changes = mem.changes(memory_id, scope=ANN)
+    assert kinds(changes) == ["created", "forgotten", "restored"]
+    assert [c.actor for c in changes] == [ANN, "owner", ANN]
+
+
 async def test_async_twins(mem: Memento) -> None:
     memory_id = await mem.aremember("Lunch is at noon.", scope=ANN)
     other = await mem.aremember("The canteen is on floor two.", scope=ANN)

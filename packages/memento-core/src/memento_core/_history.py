@@ -29,7 +29,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from memento_core._model import MemoryItem, MemoryType, Privacy, Scope, utcnow
-from memento_core._storage import HISTORY_HEAD, SideRecords, to_micros
+from memento_core._storage import HISTORY_HEAD, SideRecords, from_micros, to_micros
 
 if TYPE_CHECKING:
     from memento_core._engine import Engine
@@ -235,8 +235,6 @@ def set_fields(
 
 def _change(record_meta: Mapping[str, Any]) -> MemoryChange:
     body = json.loads(record_meta["body"])
-    from memento_core._storage import from_micros
-
     return MemoryChange(
         memory_id=str(record_meta["memory_id"]),
         kind=ChangeKind(record_meta["kind"]),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from memento_core import _history as history
 from memento_core._drafts import MAX_TITLE_CHARS, check_id
 from memento_core._model import (
     FeedbackEvent,
@@ -69,8 +70,6 @@ def unlink(
 ) -> None:
     """Remove a link, logging ``unlinked`` in both memories' histories. With a caller, only a
     link it made or one from a memory it owns; an unknown link raises ``InvalidInput``."""
-    from memento_core import _history as history
-
     engine.check_writable()
     link_type = parse_enum(LinkType, type, "link type")
     source = engine.get(source_id, scope=caller, include_deleted=True)

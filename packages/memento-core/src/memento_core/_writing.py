@@ -15,10 +15,13 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from memento_core import _history as history
 from memento_core._drafts import MemoryDraft, replacement, validate_draft
 from memento_core._model import MemoryItem, Scope, utcnow
+from memento_core._ownership import owned
 from memento_core._partitions import partition_digests
-from memento_core._storage import to_micros
+from memento_core._policies import FOREVER
+from memento_core._storage import HISTORY_HEAD, to_micros
 from memento_core._visibility import visibility_of
 from memento_core.embedding import text_hash
 from memento_core.errors import InvalidInput
@@ -94,8 +97,6 @@ def _log_replacements(
 ) -> dict[str, dict[str, Any]]:
     """Log each replacement under a caller-chosen id as an ``updated`` change, one log write
     for all; the heads to commit with the memories. New memories log nothing."""
-    from memento_core import _history as history
-    from memento_core._storage import HISTORY_HEAD
 
     edits = [(edit, new.scope) for old, new in pairs if (edit := history.diff(old, new))]
     heads: dict[str, dict[str, Any]] = {}
@@ -110,7 +111,6 @@ def _log_replacements(
 
 def _restore(engine: Engine, items: Sequence[MemoryItem], now: datetime) -> None:
     """Bring back soft-deleted memories remembered again, each change logged with its scope."""
-    from memento_core import _history as history
 
     for item in items:
         entry = history.Entry(
@@ -221,10 +221,6 @@ def update(
     """Change fields of a memory the caller owns in place, logging the change in the same write
     (``_history``); with ``supersede`` and new content, keep the memory as the older fact
     (its validity closed, superseded) and store the new one beside it. Returns what is new."""
-    from memento_core import _history as history
-    from memento_core._ownership import owned
-    from memento_core._policies import FOREVER
-    from memento_core._storage import HISTORY_HEAD
 
     if not isinstance(supersede, bool):
         raise InvalidInput(f"supersede must be true or false, got {supersede!r}")

@@ -168,7 +168,7 @@ def cmd_changes(args: argparse.Namespace) -> None:
         return
     for row in rows:
         actor = row["actor"] if isinstance(row["actor"], str) else row["actor"]["user_id"] or "-"
-        empty = (None, [], {})  # what a memory was created without
+        empty: tuple[Any, ...] = (None, [], {})  # what a memory was created without
         fields = sorted(
             name
             for name in {*row["before"], *row["after"]}
