@@ -101,9 +101,10 @@ def test_ndjson_round_trip_is_byte_identical(store_factory: StoreFactory) -> Non
         assert [r["kind"] for r in records].count("memory") == 5
         assert [r["kind"] for r in records].count("link") == 2
         assert [r["kind"] for r in records].count("feedback") == 3
+        assert [r["kind"] for r in records].count("change") == 1  # the soft forget
 
         counts = copy.import_ndjson(io.StringIO(exported))
-        assert counts == {"memories": 5, "links": 2, "feedback": 3}
+        assert counts == {"memories": 5, "links": 2, "feedback": 3, "changes": 1}
         assert ndjson(copy) == exported
 
         item = copy.get(ids["fact"])

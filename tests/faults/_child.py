@@ -6,7 +6,7 @@ acknowledged when it kills this process. Config keys:
 
 ``store``: ``{"path": ...}`` (embedded) or ``{"url": ..., "prefix": ...}`` (Chroma server);
 ``embedder``: ``"hash"`` (``testing.HashEmbedder``, fast) or ``"real"`` (MiniLM);
-``job``: ``remember``, ``sleep`` or ``checkpoint`` (see the functions below).
+``job``: ``remember``, ``change``, ``sleep`` or ``checkpoint`` (see the functions below).
 """
 
 from __future__ import annotations
@@ -117,6 +117,25 @@ def remember(mem: Memento, config: dict[str, Any]) -> None:
         n += 1
 
 
+def change(mem: Memento, config: dict[str, Any]) -> None:
+    """Remember ``version 0``, then change it until killed: step n (from 1) updates its
+    content to ``version n`` when n is odd and pins or unpins it when even, printing
+    ``{"n", "id"}`` after each step returns (each change is logged in its history)."""
+    scope = Scope(user_id="writer")
+    memory_id = mem.remember("version 0", scope=scope)
+    say(n=0, id=memory_id)
+    n = 1
+    while True:
+        if n % 2:
+            mem.update(memory_id, content=f"version {n}", scope=scope)
+        elif n % 4:
+            mem.pin(memory_id, scope=scope)
+        else:
+            mem.unpin(memory_id, scope=scope)
+        say(n=n, id=memory_id)
+        n += 1
+
+
 class PauseAfterFacts:
     """A plugin that stops sleep right after its ``calls``-th batch of facts is stored (before
     their links and the sources' marks): it prints ``{"facts_stored": ids}`` and blocks, so the
@@ -187,7 +206,7 @@ def main() -> None:
     with store as mem:
         say(ready=True)
         wait_for(config.get("go_file"))
-        jobs = {"remember": remember, "sleep": sleep, "checkpoint": checkpoint}
+        jobs = {"remember": remember, "change": change, "sleep": sleep, "checkpoint": checkpoint}
         jobs[config["job"]](mem, config)
 
 

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 TOOLS = {
     "remember", "recall", "pin", "unpin", "forget", "summarize_thread", "link", "export",
-    "feedback", "review_due", "review", "sleep", "get", "restore", "update",
+    "feedback", "review_due", "review", "sleep", "get", "restore", "update", "memory_changes",
 }  # fmt: skip
 
 
@@ -310,6 +310,16 @@ def test_update_changes_a_memory_in_place(stdio: SyncSession, ids: Seeded) -> No
     )
     assert "importance" in stdio.error("update", {"memory_id": memory_id, "importance": 3})
     assert stdio.ok("get", {"memory_id": memory_id})["content"] == "Alice's standup moved to 10:15."
+
+    log = stdio.ok("memory_changes", {"memory_id": memory_id})["changes"]
+    assert [c["change"] for c in log] == ["created", "updated"]
+    assert log[0]["after"]["content"] == "Alice's standup is at 9:30."
+    assert log[1]["before"] == {"content": "Alice's standup is at 9:30.", "importance": 0.5}
+    assert log[1]["actor"] == "alice"
+    hidden = stdio.error("memory_changes", {"memory_id": ids.bob_secret})
+    assert hidden == stdio.error("memory_changes", {"memory_id": "f" * 32}).replace(
+        "f" * 32, ids.bob_secret
+    )
 
 
 def test_summarize_thread_takes_the_callers_recent_messages(stdio: SyncSession) -> None:

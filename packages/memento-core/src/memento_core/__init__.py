@@ -5,6 +5,7 @@ from memento_core._chat import ChatMemory, FromSession, MessageTooLarge, WindowP
 from memento_core._consolidation import SleepReport
 from memento_core._drafts import MemoryDraft
 from memento_core._filters import RecallFilter
+from memento_core._history import ChangeKind, MemoryChange
 from memento_core._injection import InjectedMemory, Injection
 from memento_core._lifecycle import ErasureReport, ForgetCandidate, PurgeReport
 from memento_core._memento import MAX_RECALL_LIMIT, Memento, StoreStats
@@ -84,6 +85,7 @@ __all__ = [
     "MAX_RECALL_LIMIT",
     "CachingEmbedder",
     "Census",
+    "ChangeKind",
     "ChatMemory",
     "Conversation",
     "Embedder",
@@ -114,6 +116,7 @@ __all__ = [
     "MaintenanceReport",
     "Memento",
     "MementoError",
+    "MemoryChange",
     "MemoryDict",
     "MemoryDraft",
     "MemoryItem",

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from memento_core import _lifecycle, _links, _writing
+from memento_core import _history, _links, _writing
 from memento_core._drafts import MemoryDraft
 from memento_core._model import (
     Link,
@@ -388,10 +388,29 @@ def _check_facts(engine: Engine, scope: Scope, report: SleepReport, moment: date
                 _links.link(engine, newer.id, LinkType.CONTRADICTS, older.id, note=None)
                 report.contradictions.append((newer.id, older.id))
             newest_conflict[older_index] = newer_index
+    superseded = []
     for older_index, newer_index in newest_conflict.items():
         older, newer = facts[older_index], facts[newer_index]
         if older.id not in merged and older.superseded_by != newer.id:
-            store.set_fields([older.id], {"superseded_by": newer.id})
+            superseded.append(_superseding(older, newer))
+    _history.set_fields(engine, superseded, _history.WORKER)  # logged now, after the links
+
+
+def _superseding(older: MemoryItem, newer: MemoryItem) -> tuple[_history.Entry, dict[str, Any]]:
+    """The older fact marked superseded by the newer; its validity ends where the newer's
+    begins (never deleted), unless it ended already or would end before it began."""
+    after: dict[str, Any] = {"superseded_by": newer.id}
+    if older.valid_to is None and newer.valid_since > older.valid_since:
+        after["valid_to"] = newer.valid_since
+    entry = _history.Entry(
+        older.id,
+        _history.ChangeKind.SUPERSEDED,
+        _history.fields_of(older, after),
+        {k: _history.as_json(v) for k, v in after.items()},
+        related=newer.id,
+    )
+    stored = {k: to_micros(v) if k == "valid_to" else v for k, v in after.items()}
+    return entry, stored
 
 
 def _contradicts_links(store: Repository, ids: Sequence[str]) -> set[tuple[str, str]]:
@@ -409,4 +428,12 @@ def _merge(engine: Engine, newer: MemoryItem, older: MemoryItem, moment: datetim
         if link.type is LinkType.DERIVED_FROM and link.source_id == newer.id
     ]
     engine.store.add_links(inherited)
-    _lifecycle.forget(engine, newer.id)
+    engine.hotwords_changed()
+    entry = _history.Entry(
+        newer.id,
+        _history.ChangeKind.MERGED,
+        {"deleted_at": _history.as_json(newer.deleted_at)},
+        {"deleted_at": moment.isoformat()},
+        related=older.id,
+    )
+    _history.set_fields(engine, [(entry, {"deleted_at": to_micros(moment)})], _history.WORKER)

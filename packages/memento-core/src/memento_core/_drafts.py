@@ -18,6 +18,7 @@ from memento_core._model import (
     check_json,
     check_tags,
     check_text,
+    check_validity,
     content_key,
     parse_enum,
 )
@@ -49,6 +50,10 @@ class MemoryDraft:
     origin_trace: Any = None
     retention: Retention = None
     """None: the store's retention policy decides; ``FOREVER``: keep; a timedelta: this long."""
+    valid_from: datetime | None = None
+    """When what it says became true (default: when it is stored)."""
+    valid_to: datetime | None = None
+    """When what it says stopped being true (default: still true)."""
     id: str | None = None
     """A caller-chosen id. Storing a draft under the id of an existing memory replaces its
     content and fields, keeping its creation time, usage and review state. Without an id,
@@ -90,6 +95,7 @@ def validate_draft(
         expires_at = now + lifetime
     if draft.id is not None:
         check_id(draft.id)
+    valid_from, valid_to = check_validity(draft.valid_from, draft.valid_to)
     return MemoryItem(
         id=draft.id if draft.id is not None else content_key(content, draft.scope),
         content=content,
@@ -108,6 +114,8 @@ def validate_draft(
         origin_trace=check_json(draft.origin_trace, "origin_trace"),
         retention=lifetime,
         review_due_at=review.first_due(importance, now),
+        valid_from=valid_from,
+        valid_to=valid_to,
     )
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from memento_core import _history as history
 from memento_core._model import (
     LinkType,
     MemoryItem,
@@ -69,14 +70,39 @@ def _check_limit(limit: object) -> None:
         raise InvalidInput(f"limit must be a whole number ≥ 1, got {limit!r}")
 
 
-def set_fields(
-    engine: Engine, memory_id: str, action: str, caller: Scope | None, **fields: Any
+ACTIONS: dict[history.ChangeKind, tuple[str, dict[str, Any]]] = {
+    history.ChangeKind.PINNED: ("pin", {"pinned": True}),
+    history.ChangeKind.UNPINNED: ("unpin", {"pinned": False}),
+    history.ChangeKind.RESTORED: ("restore", {"deleted_at": None}),
+    history.ChangeKind.FORGOTTEN: ("forget", {"deleted_at": "now"}),
+}
+"""The flat changes ``change`` makes: the action named to ``NotOwner``, the new values."""
+
+
+def change(
+    engine: Engine, memory_id: str, kind: history.ChangeKind, caller: Scope | None
 ) -> MemoryItem:
-    """Change flat fields of one memory (pin, restore) the caller owns; returns it as stored."""
+    """Pin, unpin, forget (soft) or restore one memory the caller owns, logging the change
+    in the same write (nothing is logged when it changes nothing); returns it as stored."""
     engine.check_writable()
-    owned(engine, memory_id, caller, action)
-    engine.hotwords_changed()
-    engine.store.set_fields([memory_id], fields)
+    action, values = ACTIONS[kind]
+    now = utcnow()
+    with engine.store.lock:
+        item = owned(engine, memory_id, caller, action)
+        engine.hotwords_changed()
+        after = {k: now if v == "now" else v for k, v in values.items()}
+        before = {k: getattr(item, k) for k in after}
+        stored = {k: to_micros(v) if k == "deleted_at" else v for k, v in after.items()}
+        if before == after:
+            engine.store.set_fields([memory_id], stored)
+        else:
+            entry = history.Entry(
+                memory_id,
+                kind,
+                {k: history.as_json(v) for k, v in before.items()},
+                {k: history.as_json(v) for k, v in after.items()},
+            )
+            history.set_fields(engine, [(entry, stored)], history.actor_of(caller), now)
     return engine.get(memory_id, include_deleted=True)
 
 
@@ -87,13 +113,13 @@ def forget(
     the caller owns."""
     if not isinstance(hard, bool):
         raise InvalidInput(f"hard must be true or false, got {hard!r}")
+    if not hard:
+        change(engine, memory_id, history.ChangeKind.FORGOTTEN, caller)
+        return
     engine.check_writable()
     owned(engine, memory_id, caller, "forget")
     engine.hotwords_changed()
-    if hard:
-        erase(engine, [memory_id])
-    else:
-        engine.store.set_fields([memory_id], {"deleted_at": to_micros(utcnow())})
+    erase(engine, [memory_id])
 
 
 def forget_candidates(
@@ -202,6 +228,7 @@ def erase_records(engine: Engine, memory_ids: Sequence[str]) -> None:
     with store.lock:
         store.delete_links_touching(ids)
         store.delete_events_of(ids)
+        history.erase(engine, ids)
         _close_timeline_gaps(engine, ids)
         _clear_superseded(engine, ids)
         engine.noted(store.delete_items(ids))
@@ -257,6 +284,7 @@ def erase_user(
     # where the adapter was never built (another process, the CLI).
     for name, count in engine.store.erase_side_records_of(checked).items():
         extra[name] = extra.get(name, 0) + count
+    history.forget_actor(engine, checked)
     return ErasureReport(
         user_id=checked,
         memories=tuple(owned),
@@ -303,7 +331,13 @@ def review(
         step = policy.next_step(item.review_step, grade) if item.review_due_at else 0
         due = policy.due_after(step, moment)
         fields = {**used_fields(item, moment), "review_step": step, "review_due_at": to_micros(due)}
-        engine.store.set_fields([memory_id], fields)
+        entry = history.Entry(
+            memory_id,
+            history.ChangeKind.REVIEWED,
+            history.fields_of(item, ("review_step", "review_due_at")),
+            {"review_step": step, "review_due_at": due.isoformat(), "grade": grade},
+        )
+        history.set_fields(engine, [(entry, fields)], history.actor_of(caller), moment)
     return engine.get(memory_id)
 
 

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from memento_core import _history as history
 from memento_core._drafts import MAX_TITLE_CHARS, check_id
 from memento_core._model import (
     FeedbackEvent,
@@ -59,6 +60,46 @@ def link(
     return created
 
 
+def unlink(
+    engine: Engine,
+    source_id: str,
+    type: LinkType | str,
+    target_id: str,
+    *,
+    caller: Scope | None = None,
+) -> None:
+    """Remove a link, logging ``unlinked`` in both memories' histories. With a caller, only a
+    link it made or one from a memory it owns; an unknown link raises ``InvalidInput``."""
+    engine.check_writable()
+    link_type = parse_enum(LinkType, type, "link type")
+    source = engine.get(source_id, scope=caller, include_deleted=True)
+    engine.get(target_id, scope=caller, include_deleted=True)
+    with engine.store.lock:
+        found = engine.store.link(f"{source_id}:{link_type.value}:{target_id}")
+        if found is None:
+            raise InvalidInput(
+                f"there is no {link_type.value} link from {source_id} to {target_id}"
+            )
+        if caller is not None and found.made_by != (caller_user(caller) or None):
+            owned(engine, source.id, caller, "unlink")
+        before = {
+            "source_id": source_id,
+            "target_id": target_id,
+            "link_type": link_type.value,
+            "linked_at": found.created_at.isoformat(),
+            "made_by": found.made_by,
+            "note": found.note,
+        }
+        entries: list[tuple[history.Entry, dict[str, Any]]] = [
+            (history.Entry(source_id, history.ChangeKind.UNLINKED, before, {}, target_id), {}),
+            (history.Entry(target_id, history.ChangeKind.UNLINKED, before, {}, source_id), {}),
+        ]
+        # Logged and committed first: a crash before the delete leaves the link, and
+        # unlinking again finishes the job.
+        history.set_fields(engine, entries, history.actor_of(caller))
+        engine.store.delete_links([found])
+
+
 def links(engine: Engine, memory_id: str) -> list[Link]:
     """Every link from or to this memory, oldest first."""
     check_id(memory_id)
@@ -86,7 +127,8 @@ def feedback(
         check_text(note, "note", max_chars=MAX_TITLE_CHARS)
     with engine.store.lock:
         item = owned(engine, memory_id, caller, "give feedback on")
-        event = FeedbackEvent(memory_id, feedback_kind, number, note=note)
+        by = None if caller is None else caller_user(caller) or None
+        event = FeedbackEvent(memory_id, feedback_kind, number, note=note, by=by)
         engine.store.add_event(event)
         count = item.feedback.get(feedback_kind.value, 0) + 1
         engine.store.set_fields(

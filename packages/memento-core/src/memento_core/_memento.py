@@ -17,6 +17,7 @@ from typing import Any
 
 from memento_core import _census as counting
 from memento_core import _consolidation as consolidation
+from memento_core import _history as history
 from memento_core import _lifecycle as lifecycle
 from memento_core import _links as links
 from memento_core import _retrieval as retrieval
@@ -33,6 +34,7 @@ from memento_core._consolidation import SleepReport
 from memento_core._drafts import MemoryDraft
 from memento_core._engine import Engine, close_shared, open_shared
 from memento_core._filters import RecallFilter
+from memento_core._history import MemoryChange
 from memento_core._injection import Injection
 from memento_core._injection import memory_injection as inject
 from memento_core._lifecycle import (
@@ -54,17 +56,15 @@ from memento_core._model import (
     Scope,
     utcnow,
 )
-from memento_core._ownership import owned
 from memento_core._partitions import DEFAULT_BUDGET_MB, IndexStatus
 from memento_core._paths import default_store_path, store_exists
-from memento_core._policies import FOREVER, Retention, RetentionPolicy, ReviewPolicy
+from memento_core._policies import Retention, RetentionPolicy, ReviewPolicy
 from memento_core._ranking import RankingWeights, Recalled
 from memento_core._storage import (
     ChromaStore,
     SideRecords,
     StoreInfo,
     link_id,
-    to_micros,
 )
 from memento_core._summarize import Summarizer
 from memento_core._tokens import TokenCounter
@@ -301,12 +301,16 @@ class Memento:
         expires_at: datetime | None = None,
         origin_trace: Any = None,
         retention: Retention = None,
+        valid_from: datetime | None = None,
+        valid_to: datetime | None = None,
     ) -> str:
         """Store one memory and return its id.
 
         Identical content in the same scope is stored once: remembering it again returns the
         existing id and changes nothing (a soft-deleted copy is restored). ``retention`` (None:
         the store's policy; ``FOREVER``; or a timedelta) is how long it lives without use.
+        ``valid_from`` / ``valid_to``: when what it says was true (valid time; by default from
+        when it is stored, with no end); recall's ``as_of`` reads them.
         """
         draft = MemoryDraft(
             content=content,
@@ -324,6 +328,8 @@ class Memento:
             expires_at=expires_at,
             origin_trace=origin_trace,
             retention=retention,
+            valid_from=valid_from,
+            valid_to=valid_to,
         )
         return self.remember_many([draft])[0]
 
@@ -356,6 +362,9 @@ class Memento:
         privacy: Privacy | str | None = None,
         type: MemoryType | str | None = None,
         expires_at: datetime | None = None,
+        valid_from: datetime | None = None,
+        valid_to: datetime | None = None,
+        supersede: bool = False,
         scope: Scope | None = None,
     ) -> MemoryItem:
         """Change fields of a stored memory in place and return it as now stored.
@@ -363,32 +372,31 @@ class Memento:
         Fields left as None keep their value. A new ``content`` is embedded again; the id,
         scope, creation time, usage, review state, links and ``origin_trace`` (provenance)
         stay. A soft-deleted memory can be updated and stays hidden until ``restore``. With
-        ``scope`` (the caller), only a memory of its own user (``NotOwner`` otherwise).
+        ``scope`` (the caller), only a memory of its own user (``NotOwner`` otherwise). The
+        fields before and after go to the memory's history (``changes``).
+
+        With ``supersede=True`` the memory is kept as the older fact instead: a new memory
+        with the new content (and fields) is stored, valid from ``valid_from`` (default now),
+        and the old one's ``valid_to`` is set to that moment and it is marked superseded by
+        the new one, which is returned.
         """
-        self._engine.check_writable()
-        old = owned(self._engine, memory_id, scope, "update")
-        draft = MemoryDraft(
-            id=memory_id,
-            content=old.content if content is None else content,
-            scope=old.scope,
-            type=old.type if type is None else type,
-            title=old.title if title is None else title,
-            data=old.data if data is None else data,
-            source=old.source,
-            privacy=old.privacy if privacy is None else privacy,
-            importance=old.importance if importance is None else importance,
-            pinned=old.pinned,
-            tags=old.tags if tags is None else tags,
-            hotwords=old.hotwords if hotwords is None else hotwords,
-            created_at=old.created_at,
-            expires_at=old.expires_at if expires_at is None else expires_at,
-            origin_trace=old.origin_trace,
-            retention=FOREVER if old.retention is None else old.retention,
-        )
-        self.remember_many([draft])
-        if old.deleted_at is not None:
-            self._engine.store.set_fields([memory_id], {"deleted_at": to_micros(old.deleted_at)})
-        return self.get(memory_id, include_deleted=True)
+        changes = {
+            "content": content, "title": title, "data": data, "tags": tags,
+            "hotwords": hotwords, "importance": importance, "privacy": privacy, "type": type,
+            "expires_at": expires_at, "valid_from": valid_from, "valid_to": valid_to,
+        }  # fmt: skip
+        return writing.update(self._engine, memory_id, changes, supersede=supersede, caller=scope)
+
+    def changes(self, memory_id: str, *, scope: Scope | None = None) -> list[MemoryChange]:
+        """The memory's history, oldest first: created (with its first content), updated
+        (fields before and after), pinned/unpinned, forgotten/restored, expired, feedback,
+        reviewed, superseded/merged/derived by sleep, linked/unlinked — each with its actor
+        and time (see ``MemoryChange``). With ``scope``, only of a memory it may see; an id
+        it may not see raises ``MemoryNotFound`` as an unknown id does. A soft-deleted
+        memory's history is readable; an erased memory has none."""
+        engine = self._engine
+        item = engine.get(memory_id, scope=scope, include_deleted=True)
+        return history.changes(engine, item, utcnow())
 
     # ----------------------------------------------------------------- reading
 
@@ -424,6 +432,8 @@ class Memento:
         weights: RankingWeights | Mapping[str, Any] | None = None,
         min_relevance: float = 0.0,
         now: datetime | None = None,
+        as_of: datetime | None = None,
+        known_at: datetime | None = None,
     ) -> list[Recalled]:
         """The ``limit`` best memories for ``query`` that ``scope`` may see, best first.
 
@@ -431,7 +441,13 @@ class Memento:
         ``α·relevance + β·recency + γ·importance + δ·usage − ε·duplication`` (see
         ``RankingWeights``), and ``reason`` on each result shows the parts. Candidates whose
         relevance is below ``min_relevance`` (0..1) are dropped, so weak matches don't fill the
-        list.
+        list. A memory whose validity has ended (``valid_to``) ranks like a superseded one.
+
+        ``as_of`` (valid time) keeps only memories whose validity held at that moment.
+        ``known_at`` (transaction time) recalls what was stored then: memories stored later
+        are left out, and each candidate is taken as it stood (edits since undone, a memory
+        forgotten since brought back, ranked on its text of then). Only ``known_at`` reads
+        history. Both together: what was believed then about then.
         """
         return retrieval.recall(
             self._engine,
@@ -442,6 +458,8 @@ class Memento:
             weights=weights,
             min_relevance=min_relevance,
             now=now,
+            as_of=as_of,
+            known_at=known_at,
         )
 
     # --------------------------------------------------------------- lifecycle
@@ -452,10 +470,10 @@ class Memento:
 
     def pin(self, memory_id: str, *, scope: Scope | None = None) -> MemoryItem:
         """Pin a memory: it never expires and is never offered for forgetting."""
-        return lifecycle.set_fields(self._engine, memory_id, "pin", scope, pinned=True)
+        return lifecycle.change(self._engine, memory_id, history.ChangeKind.PINNED, scope)
 
     def unpin(self, memory_id: str, *, scope: Scope | None = None) -> MemoryItem:
-        return lifecycle.set_fields(self._engine, memory_id, "unpin", scope, pinned=False)
+        return lifecycle.change(self._engine, memory_id, history.ChangeKind.UNPINNED, scope)
 
     def forget(self, memory_id: str, *, hard: bool = False, scope: Scope | None = None) -> None:
         """Hide a memory (soft: ``restore`` brings it back) or erase it (hard).
@@ -469,8 +487,7 @@ class Memento:
 
     def restore(self, memory_id: str, *, scope: Scope | None = None) -> MemoryItem:
         """Undo a soft forget."""
-        # The store keeps 0 for "not deleted"; the item says None.
-        return lifecycle.set_fields(self._engine, memory_id, "restore", scope, deleted_at=0)
+        return lifecycle.change(self._engine, memory_id, history.ChangeKind.RESTORED, scope)
 
     def link(
         self,
@@ -485,6 +502,18 @@ class Memento:
         both must be visible to it and the link records its user (``made_by``); a link never
         lets an erasure reach another user's memory."""
         return links.link(self._engine, source_id, type, target_id, note=note, caller=scope)
+
+    def unlink(
+        self,
+        source_id: str,
+        type: LinkType | str,
+        target_id: str,
+        *,
+        scope: Scope | None = None,
+    ) -> None:
+        """Remove a link; both memories' histories say when and who (``unlinked``). With
+        ``scope``, only a link it made or one from a memory it owns (``NotOwner``)."""
+        links.unlink(self._engine, source_id, type, target_id, caller=scope)
 
     def links(self, memory_id: str) -> list[Link]:
         """Every link from or to this memory, oldest first."""
@@ -576,14 +605,14 @@ class Memento:
     def side_records(self, name: str) -> SideRecords:
         """A side collection of this store for records without vectors (an adapter's own
         records, say LangGraph checkpoints). ``name``: letters, digits and ``_``; the names
-        Memento uses itself (``messages``, ``changes``) are refused.
+        Memento uses itself (``messages``, ``changes``, ``history``) are refused.
 
         A record whose metadata ``user_id`` names a user belongs to that user: ``erase_user``
         deletes it, from whatever instance or process erases (the store lists the side
         collections made here), so an adapter need not be built for its records to go."""
         if not isinstance(name, str) or not name.replace("_", "").isalnum() or len(name) > 64:
             raise InvalidInput(f"a side-record name is letters, digits and _, got {name!r}")
-        if name in ("messages", "changes", "items", "links", "events", "meta"):
+        if name in ("messages", "changes", "history", "items", "links", "events", "meta"):
             raise InvalidInput(f"the side-record name {name!r} is Memento's own")
         store = self._engine.store
         if not self._engine.read_only:
@@ -806,6 +835,8 @@ class Memento:
     aforget = async_twin(forget)
     arestore = async_twin(restore)
     alink = async_twin(link)
+    aunlink = async_twin(unlink)
+    achanges = async_twin(changes)
     alinks = async_twin(links)
     afeedback = async_twin(feedback)
     afeedback_events = async_twin(feedback_events)

@@ -93,6 +93,19 @@ def as_utc(value: datetime, what: str = "timestamp") -> datetime:
     return utc
 
 
+def check_validity(
+    valid_from: datetime | None, valid_to: datetime | None
+) -> tuple[datetime | None, datetime | None]:
+    """``valid_from`` / ``valid_to`` as UTC, refusing an end at or before the start."""
+    start = as_utc(valid_from, "valid_from") if valid_from is not None else None
+    end = as_utc(valid_to, "valid_to") if valid_to is not None else None
+    if start is not None and end is not None and end <= start:
+        raise InvalidInput(
+            f"valid_to ({end.isoformat()}) must be after valid_from ({start.isoformat()})"
+        )
+    return start, end
+
+
 def check_text(value: object, what: str, *, max_chars: int = MAX_CONTENT_CHARS) -> str:
     """Validate free text: a non-blank ``str`` of valid Unicode within ``max_chars``."""
     if not isinstance(value, str):
@@ -275,6 +288,26 @@ class MemoryItem:
     follows: str | None = None
     """The memory stored just before this one in the same scope and about the same time: its
     neighbour in the timeline of an episode (see ``ranking``, temporal contiguity)."""
+    valid_from: datetime | None = None
+    """When what it says became true (valid time), as distinct from ``created_at``, when it
+    was stored; None: from when it was stored (see ``valid_since``)."""
+    valid_to: datetime | None = None
+    """When what it says stopped being true; None: still true. Sleep sets it on an older
+    fact a newer one supersedes; ``update(..., supersede=True)`` on the replaced one."""
+
+    @property
+    def valid_since(self) -> datetime:
+        """When the memory's validity began: ``valid_from``; without it, when it was stored
+        (``created_at``), or always when it was stored after its validity ended."""
+        if self.valid_from is not None:
+            return self.valid_from
+        if self.valid_to is not None and self.valid_to <= self.created_at:
+            return datetime.min.replace(tzinfo=timezone.utc)
+        return self.created_at
+
+    def valid_at(self, moment: datetime) -> bool:
+        """Whether what it says held at ``moment`` (valid time)."""
+        return self.valid_since <= moment and (self.valid_to is None or moment < self.valid_to)
 
     @property
     def user_id(self) -> str | None:
@@ -303,6 +336,8 @@ class FeedbackEvent:
     score: float = 1.0
     at: datetime = field(default_factory=utcnow)
     note: str | None = None
+    by: str | None = None
+    """The user who gave it (None: the application itself)."""
 
 
 def sequence_of(value: object, what: str) -> Sequence[Any]:

@@ -169,8 +169,11 @@ def rank(
     now: datetime,
     weights: RankingWeights,
     min_relevance: float = 0.0,
+    as_of: datetime | None = None,
 ) -> list[Recalled]:
     """Score every candidate, then pick the top ``limit`` greedily with the duplication penalty.
+    A superseded or no longer valid memory loses ``weights.superseded``, unless recall is
+    ``as_of`` a moment: its candidates were all valid then.
 
     Keyword scores are divided by the best one among the candidates, so both halves of
     relevance lie in 0..1 whatever the corpus.
@@ -201,11 +204,7 @@ def rank(
             duplication=0.0,
             matched_terms=(),  # filled in for the returned results only
             weights=weights,
-            notes=(
-                (f"superseded by newer memory {c.item.superseded_by}",)
-                if c.item.superseded_by
-                else ()
-            ),
+            notes=() if as_of else _notes(c.item, now),
             context=context,
         )
         if relevance < min_relevance:
@@ -216,14 +215,15 @@ def rank(
             + weights.importance * reason.importance
             + weights.usage * reason.usage
             + weights.context * context
-            - (weights.superseded if c.item.superseded_by else 0.0)
+            - (weights.superseded if not as_of and _outdated(c.item, now) else 0.0)
         )
         base.append((score, reason))
         kept.append(c)
     candidates = kept
     if not candidates:
         return []
-    _below_superseders(candidates, base)
+    if not as_of:
+        _below_superseders(candidates, base)
 
     vectors = np.stack([np.asarray(c.vector, dtype=np.float32) for c in candidates])
     remaining = sorted(range(len(candidates)), key=lambda i: (-base[i][0], candidates[i].item.id))
@@ -249,6 +249,19 @@ def rank(
         reason = dataclasses.replace(base[best_index][1], duplication=best_dup)
         results.append(Recalled(candidates[best_index].item, best_score, reason))
     return results
+
+
+def _outdated(item: MemoryItem, now: datetime) -> bool:
+    """Superseded by a newer memory, or no longer valid (``valid_to`` passed)."""
+    return bool(item.superseded_by) or (item.valid_to is not None and item.valid_to <= now)
+
+
+def _notes(item: MemoryItem, now: datetime) -> tuple[str, ...]:
+    if item.superseded_by:  # its validity ended where the newer one's began (sleep)
+        return (f"superseded by newer memory {item.superseded_by}",)
+    if item.valid_to is not None and item.valid_to <= now:
+        return (f"no longer valid since {item.valid_to.isoformat()}",)
+    return ()
 
 
 def _contexts(candidates: Sequence[Candidate], relevances: Sequence[float]) -> list[float]:

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from memento_core import _history as history
 from memento_core._candidate_index import matched_terms
 from memento_core._filters import RecallFilter
 from memento_core._model import MemoryItem, Scope, as_utc, check_text, utcnow
@@ -38,6 +39,8 @@ def recall(
     weights: RankingWeights | Mapping[str, Any] | None,
     min_relevance: float,
     now: datetime | None,
+    as_of: datetime | None = None,
+    known_at: datetime | None = None,
 ) -> list[Recalled]:
     """Check the arguments, gather candidates, rank them, note the uses (see ``Memento.recall``)."""
     check_text(query, "query")
@@ -64,13 +67,30 @@ def recall(
             f"weights must be RankingWeights or a mapping of weights, got {type(weights).__name__}"
         )
     moment = as_utc(now, "now") if now else utcnow()
+    valid_at = None if as_of is None else as_utc(as_of, "as_of")
+    stored_by = None if known_at is None else as_utc(known_at, "known_at")
     depth = max(engine.candidates, limit * 3)
     query_vector = engine.embedder.embed_query(query)
     with engine.usage.recalling():  # no usage write competes with recall's reads
         found, stored = candidates(
-            engine, query, query_vector, viewer, recall_filter, moment, depth
+            engine,
+            query,
+            query_vector,
+            viewer,
+            recall_filter,
+            moment,
+            depth,
+            as_of=valid_at,
+            known_at=stored_by,
         )
-    results = rank(found, limit=limit, now=moment, weights=chosen, min_relevance=min_relevance)
+    results = rank(
+        found,
+        limit=limit,
+        now=moment,
+        weights=chosen,
+        min_relevance=min_relevance,
+        as_of=valid_at,
+    )
     # Matched words only for what is returned: tokenising every candidate costs more.
     results = [
         dataclasses.replace(
@@ -81,7 +101,7 @@ def recall(
         )
         for r in results
     ]
-    if engine.track_usage and results:
+    if engine.track_usage and results and stored_by is None:  # looking back is no use
         # An access, not a use: being recalled must not raise a memory's next rank.
         engine.usage.record([stored[r.item.id] for r in results], moment, uses=0)
     engine.recalled(query, viewer, results)
@@ -96,10 +116,14 @@ def candidates(
     recall_filter: RecallFilter,
     moment: datetime,
     depth: int,
+    *,
+    as_of: datetime | None = None,
+    known_at: datetime | None = None,
 ) -> tuple[list[Candidate], dict[str, MemoryItem]]:
     """Up to ``depth`` nearest and ``depth`` best keyword candidates ``viewer`` may see that
     ``recall_filter`` admits, scored for relevance; and every memory read, as stored with the
-    noted uses folded in."""
+    noted uses folded in. With ``as_of``, only memories valid then; with ``known_at``, the
+    memories as stored then (``_history.states_at``), live at that moment."""
     import numpy as np  # not at import time: ``import memento_core`` stays light
 
     engine.ready_for(viewer)
@@ -113,6 +137,7 @@ def candidates(
     # collection. More are read while the filter leaves fewer than ``depth``.
     admitted: dict[str, MemoryItem] = {}
     rejected: set[str] = set()
+    current: dict[str, MemoryItem] = {}  # with ``known_at``: as stored now
 
     def read(ids: Sequence[str]) -> None:
         wanted = [i for i in dict.fromkeys(ids) if i not in admitted and i not in rejected]
@@ -120,12 +145,19 @@ def candidates(
             return
         # Noted uses folded in: one may have restarted an expiry clock the store has not seen.
         found = engine.usage.read_fresh(lambda: engine.store.cached_items(wanted))
-        for item in found:
-            if is_visible(item, viewer) and recall_filter.admits(item, moment):
-                admitted[item.id] = item
-        rejected.update(i for i in wanted if i not in admitted)
         if len(found) < len(wanted):  # erased elsewhere: the feed named no ids
             engine.dropped(set(wanted) - {item.id for item in found})
+        if known_at is not None:
+            current.update((item.id, item) for item in found)
+            found = history.states_at(engine, found, known_at)
+        for item in found:
+            if (
+                is_visible(item, viewer)
+                and recall_filter.admits(item, moment if known_at is None else known_at)
+                and (as_of is None or item.valid_at(as_of))
+            ):
+                admitted[item.id] = item
+        rejected.update(i for i in wanted if i not in admitted)
 
     fetch = depth
     nearest = index.nearest(query_vector, limit=fetch, **visible_to)
@@ -148,6 +180,13 @@ def candidates(
             if cosine is None:  # a keyword hit beyond the nearest ones
                 cosine = float(vector @ query_unit)
             scored[memory_id] = Candidate(admitted[memory_id], cosine, 0.0, vector)
+    reworded = [i for i in scored if i in current and current[i].content != admitted[i].content]
+    if reworded:  # ranked on the text stored then, which the index no longer holds
+        vectors = engine.embedder.embed_documents([admitted[i].content for i in reworded])
+        for memory_id, vector in zip(reworded, vectors):
+            unit = np.asarray(vector, dtype=np.float32).ravel()
+            unit = unit / (float(np.linalg.norm(unit)) or 1.0)
+            scored[memory_id] = Candidate(admitted[memory_id], float(unit @ query_unit), 0.0, unit)
     for memory_id, candidate in scored.items():
         candidate.keyword = keyword_scores.get(memory_id, 0.0)
     if len(keyword_hits) == depth:
@@ -156,4 +195,6 @@ def candidates(
             query, [i for i in scored if i not in keyword_scores], **visible_to
         ).items():
             scored[memory_id].keyword = score
+    for memory_id in reworded:  # the index's keyword score is for the text of now
+        scored[memory_id].keyword = 0.0
     return list(scored.values()), admitted

@@ -16,9 +16,11 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from memento_core import _history as history
 from memento_core import _lifecycle as lifecycle
 from memento_core import _writing as writing
 from memento_core._drafts import MAX_ID_CHARS, MAX_TITLE_CHARS
+from memento_core._history import MemoryChange
 from memento_core._model import (
     FeedbackEvent,
     FeedbackKind,
@@ -34,6 +36,7 @@ from memento_core._model import (
     check_scope_value,
     check_tags,
     check_text,
+    check_validity,
     parse_enum,
 )
 from memento_core._storage import (
@@ -61,7 +64,7 @@ def _time(value: datetime | None) -> str | None:
 
 
 def memory_record(item: MemoryItem) -> dict[str, Any]:
-    return {
+    record = {
         "kind": "memory",
         "id": item.id,
         "type": item.type.value,
@@ -90,6 +93,10 @@ def memory_record(item: MemoryItem) -> dict[str, Any]:
         "superseded_by": item.superseded_by,
         "follows": item.follows,
     }
+    if item.valid_from is not None or item.valid_to is not None:  # older exports: unchanged
+        record["valid_from"] = _time(item.valid_from)
+        record["valid_to"] = _time(item.valid_to)
+    return record
 
 
 def link_record(link: Link) -> dict[str, Any]:
@@ -107,7 +114,7 @@ def link_record(link: Link) -> dict[str, Any]:
 
 
 def feedback_record(event: FeedbackEvent) -> dict[str, Any]:
-    return {
+    record = {
         "kind": "feedback",
         "memory_id": event.memory_id,
         "feedback": event.kind.value,
@@ -115,6 +122,9 @@ def feedback_record(event: FeedbackEvent) -> dict[str, Any]:
         "at": _time(event.at),
         "note": event.note,
     }
+    if event.by is not None:  # older exports name no giver; keep them byte-identical
+        record["by"] = event.by
+    return record
 
 
 # Characters JSON leaves unescaped (with ensure_ascii=False) that ``str.splitlines`` ends a line
@@ -156,6 +166,7 @@ def export_lines(
         yield from (_line(memory_record(i)) for i in items)
         yield from (_line(link_record(link)) for link in links)
         yield from (_line(feedback_record(e)) for e in events)
+        yield from (_line(r) for r in history.export_records(engine, [i.id for i in items]))
     elif fmt == "markdown":
         yield from _markdown(items)
     else:
@@ -234,6 +245,10 @@ def parse_memory(record: dict[str, Any]) -> MemoryItem:
     data = record.get("data")
     if data is not None and not isinstance(data, dict):
         raise InvalidInput("data must be an object or null")
+    validity = check_validity(
+        _parse_time(record.get("valid_from"), "valid_from"),
+        _parse_time(record.get("valid_to"), "valid_to"),
+    )
     return MemoryItem(
         id=memory_id,
         content=check_text(record.get("content"), "content"),
@@ -264,6 +279,8 @@ def parse_memory(record: dict[str, Any]) -> MemoryItem:
         consolidated_at=_parse_time(record.get("consolidated_at"), "consolidated_at"),
         superseded_by=_optional_id(record.get("superseded_by"), "superseded_by"),
         follows=_optional_id(record.get("follows"), "follows"),
+        valid_from=validity[0],
+        valid_to=validity[1],
     )
 
 
@@ -320,6 +337,29 @@ def parse_feedback(record: dict[str, Any]) -> FeedbackEvent:
         score=float(score),
         at=_parse_time(record.get("at"), "at") or _missing("at"),
         note=_note(record.get("note")),
+        by=check_scope_value(record.get("by"), "by"),
+    )
+
+
+def parse_change(record: dict[str, Any]) -> MemoryChange:
+    memory_id = record.get("memory_id")
+    if not isinstance(memory_id, str) or not memory_id:
+        raise InvalidInput("memory_id must be a non-empty string")
+    seq = record.get("seq")
+    if isinstance(seq, bool) or not isinstance(seq, int) or not 1 <= seq <= 10**8:
+        raise InvalidInput(f"seq must be a whole number from 1, got {seq!r}")
+    before, after = record.get("before"), record.get("after")
+    if not isinstance(before, dict) or not isinstance(after, dict):
+        raise InvalidInput("before and after must be objects")
+    return MemoryChange(
+        memory_id=memory_id,
+        kind=parse_enum(history.ChangeKind, record.get("change"), "change"),
+        at=_parse_time(record.get("at"), "at") or _missing("at"),
+        actor=history.parse_actor(record.get("actor")),
+        before=check_json(before, "before"),
+        after=check_json(after, "after"),
+        related=_optional_id(record.get("related"), "related"),
+        seq=seq,
     )
 
 
@@ -331,6 +371,7 @@ PARSERS: dict[str, Callable[[dict[str, Any]], Any]] = {
     "memory": parse_memory,
     "link": parse_link,
     "feedback": parse_feedback,
+    "change": parse_change,
 }
 
 
@@ -343,11 +384,14 @@ def import_ndjson(
     """Load an NDJSON export. Every line is checked before anything is written.
 
     Memories already in the store (same id) are left as they are. Links and feedback must
-    name memories in the file or in the store. Returns counts per record kind.
+    name memories in the file or in the store. Returns counts per record kind
+    (``changes``: history records, counted when the file holds any).
     """
     items: list[MemoryItem] = []
     links: list[Link] = []
     events: list[FeedbackEvent] = []
+    changes: list[MemoryChange] = []
+    numbered: set[tuple[str, int]] = set()
     known: set[str] = set()
     first_line: dict[str, int] = {}  # the first line naming each memory id
     for number, raw in enumerate(lines, start=1):
@@ -377,6 +421,18 @@ def import_ndjson(
         elif isinstance(parsed, Link):
             links.append(parsed)
             named = [parsed.source_id, parsed.target_id]
+        elif isinstance(parsed, MemoryChange):
+            if parsed.memory_id not in known:
+                raise InvalidImport(
+                    f"a change names memory {parsed.memory_id!r}, which no earlier line holds",
+                    line=number,
+                )
+            if (parsed.memory_id, parsed.seq) in numbered:
+                raise InvalidImport(f"change {parsed.seq} of {parsed.memory_id!r} appears twice",
+                                    line=number)  # fmt: skip
+            numbered.add((parsed.memory_id, parsed.seq))
+            changes.append(parsed)
+            named = []
         else:
             events.append(parsed)
             named = [parsed.memory_id]
@@ -393,8 +449,9 @@ def import_ndjson(
                 line=first_line[memory_id],
             ) from err
     engine.check_writable()
-    restore_records(engine, items, links, events, on_progress=on_progress)
-    return {"memories": len(items), "links": len(links), "feedback": len(events)}
+    restore_records(engine, items, links, events, changes, on_progress=on_progress)
+    counts = {"memories": len(items), "links": len(links), "feedback": len(events)}
+    return {**counts, "changes": len(changes)} if changes else counts  # as before without
 
 
 def _check_storable(parsed: MemoryItem | Link | FeedbackEvent) -> None:
@@ -411,15 +468,18 @@ def restore_records(
     items: Sequence[MemoryItem],
     links: Sequence[Link],
     events: Sequence[FeedbackEvent],
+    changes: Sequence[MemoryChange] = (),
     *,
     on_progress: Callable[[int], None] | None = None,
 ) -> None:
-    """Write exported records back as they were (ids, counters and timestamps kept).
+    """Write exported records back as they were (ids, counters and timestamps kept). The
+    history of a memory already stored is left as it is, like the memory.
 
     All or nothing: if the store fails midway (a full disk, a server gone), what was written
     is undone before the error goes on — links first (those replaced get their old record
-    back), then feedback events, then the new memories, erased as ``forget(hard=True)``
-    erases, so no id of theirs stays in the change feed or the partition directory.
+    back), then feedback events, then the new memories with their history, erased as
+    ``forget(hard=True)`` erases, so no id of theirs stays in the change feed or the
+    partition directory.
     """
     store = engine.store
     with store.lock:
@@ -430,8 +490,13 @@ def restore_records(
         present = set(store.find_events(sorted({e.memory_id for e in events})))
         added: list[str] = []
         try:
+            # Log records first, then the memories with their heads: history commits with them.
+            fresh_changes = [c for c in changes if c.memory_id not in known]
+            heads = history.import_records(engine, fresh_changes)
             if fresh:
-                writing.store_items(engine, fresh, (), writing.BATCH_SIZE, on_progress)
+                writing.store_items(
+                    engine, fresh, (), writing.BATCH_SIZE, on_progress, extra=heads
+                )
             store.put_links(links)
             for n, event in enumerate(events):
                 if event not in present:

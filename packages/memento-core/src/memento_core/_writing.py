@@ -10,17 +10,21 @@ to the store and the candidate index.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Container, Sequence
+from collections.abc import Callable, Container, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from memento_core import _history as history
 from memento_core._drafts import MemoryDraft, replacement, validate_draft
-from memento_core._model import MemoryItem, utcnow
+from memento_core._model import MemoryItem, Scope, utcnow
+from memento_core._ownership import owned
 from memento_core._partitions import partition_digests
-from memento_core._storage import item_metadata
+from memento_core._policies import FOREVER
+from memento_core._storage import HISTORY_HEAD, item_metadata, to_micros
 from memento_core._visibility import visibility_of
 from memento_core.embedding import text_hash
+from memento_core.errors import InvalidInput
 
 if TYPE_CHECKING:
     from memento_core._engine import Engine
@@ -69,8 +73,8 @@ def write(
     store = engine.store
     with store.lock:
         existing = {item.id: item for item in store.items_by_id([i.id for i in unique])}
-        restore = [i for i, old in existing.items() if old.deleted_at and i not in replacing]
-        store.set_fields(restore, {"deleted_at": 0})
+        restore = [old for i, old in existing.items() if old.deleted_at and i not in replacing]
+        _restore(engine, restore, now)
         writes = [
             replacement(item, existing[item.id], now) if item.id in existing else item
             for item in unique
@@ -81,10 +85,42 @@ def write(
         if not writes:
             return
         writes = link_timeline(engine, writes, new={i.id for i in unique} - existing.keys())
-        store_items(engine, writes, existing.keys(), batch_size, on_progress)
+        heads = _log_replacements(engine, [(existing[i.id], i) for i in writes if i.id in existing])
+        store_items(engine, writes, existing.keys(), batch_size, on_progress, extra=heads)
     if any(item.hotwords for item in writes) or replacing:
         engine.hotwords_changed()
     engine.written(writes)
+
+
+def _log_replacements(
+    engine: Engine, pairs: Sequence[tuple[MemoryItem, MemoryItem]]
+) -> dict[str, dict[str, Any]]:
+    """Log each replacement under a caller-chosen id as an ``updated`` change, one log write
+    for all; the heads to commit with the memories. New memories log nothing."""
+
+    edits = [(edit, new.scope) for old, new in pairs if (edit := history.diff(old, new))]
+    heads: dict[str, dict[str, Any]] = {}
+    # One log write per actor (a batch from one caller shares it).
+    for scope in dict.fromkeys(scope for _, scope in edits):
+        entries = [edit for edit, of in edits if of == scope]
+        actor = history.actor_of(None if scope == Scope() else scope)
+        logged = history.log(engine, entries, actor, utcnow())
+        heads.update({e.memory_id: {HISTORY_HEAD: logged[e.memory_id]} for e in entries})
+    return heads
+
+
+def _restore(engine: Engine, items: Sequence[MemoryItem], now: datetime) -> None:
+    """Bring back soft-deleted memories remembered again, each change logged with its scope."""
+
+    for item in items:
+        entry = history.Entry(
+            item.id,
+            history.ChangeKind.RESTORED,
+            {"deleted_at": history.as_json(item.deleted_at)},
+            {"deleted_at": None},
+        )
+        actor = history.actor_of(None if item.scope == Scope() else item.scope)
+        history.set_fields(engine, [(entry, {"deleted_at": 0})], actor, now)
 
 
 def store_items(
@@ -93,8 +129,11 @@ def store_items(
     existing: Container[str],
     batch_size: int,
     on_progress: Callable[[int], None] | None,
+    *,
+    extra: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> None:
     """Embed ``items`` and write them with their vectors; the caller holds the store lock.
+    ``extra``: more metadata of some memories by id, in the same write (``_history``).
 
     The encoder pads each of its batches to the longest text in it, so texts go to it
     longest first: its batches then hold texts of like length (on chat turns, a tenth
@@ -115,6 +154,7 @@ def store_items(
             hashes,
             replacing=[item.id in existing for item in batch],
             partitions=[partition_digests(visibility_of(item)) for item in batch],
+            extra=extra,
         )
         engine.indexed(batch, vectors)
         engine.noted(change)
@@ -170,3 +210,67 @@ def prime_embeddings(engine: Engine, hashes: Sequence[str]) -> None:
         return
     for text_key, vector in engine.store.vectors_by_hash(unknown).items():
         engine.embedder.prime(text_key, vector)
+
+
+def update(
+    engine: Engine,
+    memory_id: str,
+    changes: Mapping[str, Any],
+    *,
+    supersede: bool,
+    caller: Scope | None,
+) -> MemoryItem:
+    """Change fields of a memory the caller owns in place, logging the change in the same write
+    (``_history``); with ``supersede`` and new content, keep the memory as the older fact
+    (its validity closed, superseded) and store the new one beside it. Returns what is new."""
+
+    if not isinstance(supersede, bool):
+        raise InvalidInput(f"supersede must be true or false, got {supersede!r}")
+    engine.check_writable()
+    now = utcnow()
+    store = engine.store
+    with store.lock:
+        old = owned(engine, memory_id, caller, "update")
+        values = {name: getattr(old, name) for name in history.EDITABLE}
+        values.update({k: v for k, v in changes.items() if v is not None})
+        draft = MemoryDraft(
+            **values,
+            id=None if supersede else memory_id,
+            scope=old.scope,
+            source=old.source,
+            pinned=old.pinned,
+            created_at=now if supersede else old.created_at,
+            origin_trace=old.origin_trace,
+            retention=FOREVER if old.retention is None else old.retention,
+        )
+        if supersede:
+            if draft.content == old.content:
+                raise InvalidInput("supersede=True needs new content: the fact it replaces")
+            draft = dataclasses.replace(draft, valid_from=changes.get("valid_from") or now,
+                                        valid_to=changes.get("valid_to"))  # fmt: skip
+            new = validate_draft(draft, now, engine.retention, engine.review_policy)
+            if new.valid_since <= old.valid_since:
+                raise InvalidInput("the new fact's valid_from must be after the old one's start")
+            write(engine, [new], set(), now, batch_size=BATCH_SIZE, on_progress=None)
+            entry = history.Entry(
+                old.id,
+                history.ChangeKind.SUPERSEDED,
+                history.fields_of(old, ("superseded_by", "valid_to")),
+                {"superseded_by": new.id, "valid_to": history.as_json(new.valid_since)},
+                related=new.id,
+            )
+            fields = {"superseded_by": new.id, "valid_to": to_micros(new.valid_since)}
+            history.set_fields(engine, [(entry, fields)], history.actor_of(caller), now)
+            return engine.get(new.id, include_deleted=True)
+        checked = validate_draft(draft, now, engine.retention, engine.review_policy)
+        # A soft-deleted memory stays hidden: its deletion is written in the same write.
+        new = dataclasses.replace(replacement(checked, old, now), deleted_at=old.deleted_at)
+        edit = history.diff(old, new)
+        extra = {}
+        if edit is not None:
+            heads = history.log(engine, [edit], history.actor_of(caller), now)
+            extra = {memory_id: {HISTORY_HEAD: heads[memory_id]}}
+        store_items(engine, [new], {memory_id}, BATCH_SIZE, None, extra=extra)
+    engine.hotwords_changed()
+    engine.written([new])
+    return engine.get(memory_id, include_deleted=True)

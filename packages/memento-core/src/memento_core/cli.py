@@ -64,7 +64,7 @@ def _caller(args: argparse.Namespace) -> Scope | None:
     return _scope(args) if any(value is not None for value in given) else None
 
 
-READING_COMMANDS = frozenset({"recall", "get", "export", "stats", "forget-candidates"})
+READING_COMMANDS = frozenset({"recall", "get", "changes", "export", "stats", "forget-candidates"})
 """Commands that change nothing: they open an embedded store read-only, so they work while
 another process (an MCP server, an app) holds it for writing."""
 
@@ -160,6 +160,33 @@ def cmd_get(args: argparse.Namespace) -> None:
     with _open(args) as mem:
         item = mem.get(args.id, scope=_caller(args))
     print(json.dumps(memory_record(item), ensure_ascii=False, indent=2))
+
+
+def cmd_changes(args: argparse.Namespace) -> None:
+    from memento_core._history import change_json
+
+    with _open(args) as mem:
+        changes = mem.changes(args.id, scope=_caller(args))
+    rows = [change_json(change) for change in changes]
+    if args.json:
+        print(json.dumps(rows, ensure_ascii=False, indent=2))
+        return
+    for row in rows:
+        actor = row["actor"] if isinstance(row["actor"], str) else row["actor"]["user_id"] or "-"
+        empty: tuple[Any, ...] = (None, [], {})  # what a memory was created without
+        fields = sorted(
+            name
+            for name in {*row["before"], *row["after"]}
+            if name in row["before"] or row["after"][name] not in empty
+        )
+        shown = "; ".join(
+            f"{name}: {row['before'].get(name)!r} -> {row['after'].get(name)!r}"
+            if name in row["before"]
+            else f"{name}: {row['after'].get(name)!r}"
+            for name in fields
+        )
+        related = f" [{row['related']}]" if row["related"] else ""
+        print(f"{row['at']}  {row['change']:<10}  {actor:<12}{related}  {shown}")
 
 
 def cmd_forget(args: argparse.Namespace) -> None:
@@ -451,6 +478,10 @@ def build_parser() -> argparse.ArgumentParser:
         ("unpin", cmd_pin, "unpin a memory"),
     ):
         add(name, handler, text).add_argument("id")
+
+    sub = add("changes", cmd_changes, "print a memory's history, oldest first")
+    sub.add_argument("id")
+    sub.add_argument("--json", action="store_true", help="print JSON instead of lines")
 
     sub = add("forget", cmd_forget, "forget a memory (soft by default)")
     sub.add_argument("id")

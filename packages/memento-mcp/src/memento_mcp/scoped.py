@@ -25,6 +25,7 @@ from memento_core import (
     InvalidInput,
     InvalidScope,
     Link,
+    MemoryChange,
     MemoryItem,
     MemoryNotFound,
     NotOwner,
@@ -65,6 +66,10 @@ class ScopedMemento:
     def get(self, memory_id: str) -> MemoryItem:
         """The memory, if the scope may see it; ``MemoryNotFound`` otherwise."""
         return self.mem.get(memory_id, scope=self.scope)
+
+    def changes(self, memory_id: str) -> list[MemoryChange]:
+        """The history of a memory the scope may see; ``MemoryNotFound`` otherwise."""
+        return self.mem.changes(memory_id, scope=self.scope)
 
     def recall(
         self, query: str, *, limit: int, filter: Mapping[str, Any] | None = None

@@ -16,6 +16,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from memento_core import MAX_CONTENT_CHARS, InvalidInput, as_utc
 from memento_mcp.scoped import ScopedMemento
 from memento_mcp.views import (
+    ChangeLog,
+    ChangeView,
     DueItem,
     FeedbackView,
     Forgotten,
@@ -138,6 +140,14 @@ def register_tools(server: MCPServer[Any], scoped: ScopedMemento) -> None:
         """One memory in full: its whole content, data payload, hotwords, tags, scores and the
         links to memories you can see. Use it when recall's snippet was truncated."""
         return MemoryView.of(scoped.get(memory_id), scoped.links(memory_id))
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=True))
+    def memory_changes(memory_id: MemoryId) -> ChangeLog:
+        """A memory's history, oldest first: when it was created (with its first content),
+        each edit with the fields before and after, pins, forgets and restores, feedback,
+        reviews, links, and what sleep did to it — each with who acted and when."""
+        changes = scoped.changes(memory_id)
+        return ChangeLog(memory_id=memory_id, changes=[ChangeView.of(c) for c in changes])
 
     @server.tool(annotations=ToolAnnotations(read_only_hint=True))
     def recall(

@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from memento_core import FeedbackEvent, Link, MemoryItem, Recalled
+from memento_core import FeedbackEvent, Link, MemoryChange, MemoryItem, Recalled
 
 SNIPPET_CHARS = 240
 
@@ -43,6 +43,34 @@ class LinkView(BaseModel):
             created_at=link.created_at,
             note=link.note,
         )
+
+
+class ChangeView(BaseModel):
+    """One event of a memory's history."""
+
+    change: str
+    at: datetime
+    actor: str = Field(description="The user who acted, or owner / worker / erased.")
+    before: dict[str, Any]
+    after: dict[str, Any]
+    related: str | None = None
+
+    @classmethod
+    def of(cls, change: MemoryChange) -> ChangeView:
+        actor = change.actor if isinstance(change.actor, str) else change.actor.user_id or ""
+        return cls(
+            change=change.kind.value,
+            at=change.at,
+            actor=actor,
+            before=dict(change.before),
+            after=dict(change.after),
+            related=change.related,
+        )
+
+
+class ChangeLog(BaseModel):
+    memory_id: str
+    changes: list[ChangeView]
 
 
 class MemoryView(BaseModel):

@@ -31,6 +31,7 @@ from memento_core._storage._records import (
     to_micros,
 )
 from memento_core._storage._repository import (
+    HISTORY_HEAD,
     SIDE_OWNER_KEY,
     Change,
     IndexRecord,
@@ -40,6 +41,7 @@ from memento_core._storage._side import SideRecord, SideRecords
 
 __all__ = [
     "EPOCH",
+    "HISTORY_HEAD",
     "MERGE_AT",
     "NEVER",
     "PAGE",

@@ -116,6 +116,8 @@ def item_metadata(item: MemoryItem, text_hash: str, *, replacing: bool = False) 
         "superseded_by": item.superseded_by or "",
         "follows": item.follows or "",
         "tags": list(item.tags),
+        "valid_from": to_micros(item.valid_from),
+        "valid_to": to_micros(item.valid_to),
         **{key: int(item.feedback.get(key[3:], 0)) for key in FEEDBACK_KEYS},
     }
     for key, value in optional.items():
@@ -169,6 +171,8 @@ def item_from_record(memory_id: str, content: str, meta: Mapping[str, Any]) -> M
         consolidated_at=from_micros(meta.get("consolidated_at", 0)),
         superseded_by=meta.get("superseded_by") or None,
         follows=meta.get("follows") or None,
+        valid_from=from_micros(meta.get("valid_from", 0)),
+        valid_to=from_micros(meta.get("valid_to", 0)),
     )
 
 
@@ -207,6 +211,7 @@ def event_metadata(event: FeedbackEvent) -> dict[str, Any]:
             "kind": event.kind.value,
             "score": event.score,
             "at": to_micros(event.at),
+            **({"by": event.by} if event.by else {}),
         }
     )
 
@@ -229,4 +234,5 @@ def event_from_record(meta: Mapping[str, Any], note: str) -> FeedbackEvent:
         score=float(meta["score"]),
         at=from_micros(meta["at"]) or EPOCH,
         note=note or None,
+        by=meta.get("by") or None,
     )

@@ -37,6 +37,8 @@ WHERE_PAGE = 10_000
 ITEM_CACHE = 50_000
 """Memories recall keeps as read (``Repository.cached_items``): about 1.5 KB each."""
 
+HISTORY_HEAD = "history_head"
+"""The metadata field of a memory that commits its logged changes (see ``_history``)."""
 SIDE_OWNER_KEY = "user_id"
 """The metadata field of a side record that names the user it belongs to (see
 ``Repository.erase_side_records_of``)."""
@@ -302,9 +304,11 @@ class Repository:
         *,
         replacing: Sequence[bool],
         partitions: Sequence[Sequence[str]],
+        extra: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> Change | None:
         """Store memories with their vectors, list them in their ``partitions`` (digests) in
-        the directory, and log them with those in the change feed.
+        the directory, and log them with those in the change feed. ``extra``: more metadata
+        of some memories by id, in the same write (a history head, ``_history``).
 
         New memories are added, not upserted: Chroma keeps the first record of an id, so when
         another process stored the same content since the caller's check, its record (and any
@@ -318,7 +322,11 @@ class Repository:
                     embeddings=[vectors[n] for n in chosen],
                     documents=[items[n].content for n in chosen],
                     metadatas=[
-                        item_metadata(items[n], hashes[n], replacing=replace) for n in chosen
+                        {
+                            **item_metadata(items[n], hashes[n], replacing=replace),
+                            **(extra or {}).get(items[n].id, {}),
+                        }
+                        for n in chosen
                     ],
                 )
         ids = [item.id for item in items]
@@ -342,6 +350,13 @@ class Repository:
             )
         self.forget_cached(ids)
         return self.log_change("touch", ids)
+
+    def history_heads(self, ids: Sequence[str]) -> dict[str, int]:
+        """Each stored memory's history head: how many logged changes it has (``_history``)."""
+        if not ids:
+            return {}
+        found = self._items.get(ids=list(ids), include=["metadatas"])
+        return {i: int(m.get(HISTORY_HEAD, 0)) for i, m in zip(found["ids"], found["metadatas"])}
 
     def delete_items(self, ids: Sequence[str]) -> Change | None:
         """Erase memories and their vectors, and every mention of their ids in the partition
