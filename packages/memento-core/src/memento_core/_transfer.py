@@ -494,9 +494,7 @@ def restore_records(
             fresh_changes = [c for c in changes if c.memory_id not in known]
             heads = history.import_records(engine, fresh_changes)
             if fresh:
-                writing.store_items(
-                    engine, fresh, (), writing.BATCH_SIZE, on_progress, extra=heads
-                )
+                writing.store_items(engine, fresh, (), writing.BATCH_SIZE, on_progress, extra=heads)
             store.put_links(links)
             for n, event in enumerate(events):
                 if event not in present:
