@@ -75,7 +75,7 @@ def unlink(
     source = engine.get(source_id, scope=caller, include_deleted=True)
     engine.get(target_id, scope=caller, include_deleted=True)
     with engine.store.lock:
-        found = engine.store.link(f"{source_id}:{link_type.value}:{target_id}")
+        found = engine.store.link(Link(source_id, link_type, target_id))
         if found is None:
             raise InvalidInput(
                 f"there is no {link_type.value} link from {source_id} to {target_id}"
