@@ -41,6 +41,7 @@ from _targets import (
     best_r5,
     engine_targets,
     gateway_targets,
+    history_targets,
     inspector_targets,
     install_targets,
     targets,
@@ -496,7 +497,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         + gateway_targets(gateway)
         + engine_targets(results)
         + install_targets(results)
-        + inspector_targets(results),
+        + inspector_targets(results)
+        + history_targets(results),
         "locomo": [asdict(r) for r in rows],
         "best_r5": asdict(best) if best else None,
         "import": imports,
