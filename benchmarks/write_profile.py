@@ -152,6 +152,7 @@ def main() -> int:
             offset += args.writes + 1
         if "llamaindex" in paths:
             from llama_index.core.base.llms.types import ChatMessage
+
             from memento_llamaindex import MementoMemoryBlock
 
             block = MementoMemoryBlock(store=store, user_id="u")
@@ -164,6 +165,7 @@ def main() -> int:
             offset += args.writes + 1
         if "autogen" in paths:
             from autogen_core.memory import MemoryContent
+
             from memento_autogen import MementoMemory, MementoMemoryConfig
 
             memory = MementoMemory(MementoMemoryConfig(user_id="u"), store=store)
