@@ -159,7 +159,7 @@ def main() -> int:
             profile(
                 "llamaindex MementoMemoryBlock.aput (one message)",
                 store,
-                lambda n: asyncio.run(block._aput([ChatMessage(role="user", content=text(n))])),
+                lambda n: asyncio.run(block.aput([ChatMessage(role="user", content=text(n))])),
                 args.writes,
             )
             offset += args.writes + 1

@@ -218,3 +218,20 @@ def test_writes_after_an_erasure_do_not_list_the_erased_ids_again(
         listed = {i for ids in _directory_records(store_factory, prefix) for i in ids}
         assert len(erased) == 3 and bobs in listed and not listed & erased
         assert bobs in _seen(mem)[BOB]
+
+
+def test_an_open_record_takes_a_bounded_number_of_single_writes(
+    store_factory: StoreFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each append rewrites its record whole, so single writes fill small records; a large
+    write still goes in one record."""
+    monkeypatch.setattr("memento_core._storage._directory.APPEND_AT_MOST", 4)
+    with store_factory.open() as mem:
+        prefix = mem.collection_prefix
+        singles = {mem.remember(d.content, scope=ALICE) for d in _drafts(ALICE, 10)}
+        batch = set(mem.remember_many(_drafts(BOB, 9)))
+    sizes = sorted(len(ids) for ids in _directory_records(store_factory, prefix))
+    assert sizes == [2, 4, 4, 9]
+    with store_factory.open() as mem:
+        seen = _seen(mem)
+        assert seen[ALICE] == singles and seen[BOB] == batch

@@ -34,7 +34,12 @@ from typing import Any
 from memento_core._storage._side import SideRecords
 
 CHUNK = 500
-"""Ids per record: a record is rewritten whole on each append, so it stays small (~20 KB)."""
+"""Ids per record at most (~20 KB): merged records, bases and a large write's new records."""
+APPEND_AT_MOST = 64
+"""Ids a writer's open record takes before the next append starts a new one. An append
+rewrites the record whole, and Chroma's write grows with the record's text: rewriting one of
+500 ids took 2.5 times as long as one of 64, a cost a memory written on its own pays every
+time. Loads merge the small records once sealed (``MERGE_AT``)."""
 SEAL_AFTER_US = 5 * 60 * 1_000_000
 """A writer stops appending to a record this old (µs); ``merge`` waits twice as long."""
 MERGE_AT = 16
@@ -168,7 +173,8 @@ class PartitionDirectory:
 
     def _open_record(self, digest: str, adding: int, now: int) -> _Record:
         record = self._open.pop(digest, None)
-        if record is None or record.size + adding > CHUNK or now - record.opened > SEAL_AFTER_US:
+        full = record is not None and record.size + adding > APPEND_AT_MOST
+        if record is None or full or now - record.opened > SEAL_AFTER_US:
             record = _Record(f"{digest}:{self._writer}:{os.urandom(4).hex()}", now)
         self._open[digest] = record
         if len(self._open) > OPEN_RECORDS:
