@@ -1,8 +1,9 @@
 """LoCoMo retrieval through AutoGen's Memory protocol: MementoMemory against ChromaDBVectorMemory.
 
 Both memories are driven only through ``add`` and ``query``, the calls an AutoGen application
-makes, one memory per dialogue turn, and both embed with the same all-MiniLM-L6-v2 weights (the
-copy bundled with memento-core). The protocol and the scoring are ``benchmarks/locomo.py``'s (its
+makes, one memory per dialogue turn, and both embed with the same all-MiniLM-L6-v2 weights
+(Memento with its default ONNX build, upstream with sentence-transformers on the copy bundled
+with memento-core). The protocol and the scoring are ``benchmarks/locomo.py``'s (its
 loader and scorer are imported): recall@k over the evidence turns of every question of
 categories 1–4, k = 1, 5, 10. Beside recall it measures, per call, the latency of ``add`` and of
 ``query`` (query embedding included), how late the event loop ran other tasks while each memory
@@ -10,7 +11,13 @@ worked, and three behaviours FRAMEWORKS.md lists as upstream flaws: how far the 
 from the true cosine similarity of the top result, which MIME type comes back for text, and
 whether ``add`` changes the caller's metadata dict.
 
-    HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/autogen_memory.py [--conversations N] [--out DIR]
+Beside upstream it holds the adapter against core in the same run (``_parity``): R@5/R@10 of
+core's ``recall``, one write at a time (the first ``--single`` turns of each conversation, each
+``add`` / ``remember`` awaited before the next, on a fresh store), adds awaited at once
+(``asyncio.gather``) against core's ``remember_many``, and query p50 against core's.
+
+    HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/autogen_memory.py [--conversations N]
+        [--single N] [--out DIR]
 
 The data is read from ``--data`` (default ``../shared/bench/locomo10.json`` next to the
 repository, or ``$LOCOMO_PATH``), never copied.

@@ -27,8 +27,14 @@ calling one, and on a busy machine a two-thread team in the calling thread spin-
 core (a 13 ms embedding took 500 ms), which would measure the machine, not the stores. A run
 with another embedder than the default writes ``langgraph_store_<embedder>.json`` / ``.md``.
 
+A third part holds MementoStore against core in the same run (``_parity``): R@5/R@10 of
+core's ``recall`` on the same turns (dated by session, which a store item cannot be), one
+``put`` at a time (the first ``--single`` turns, on a fresh store; ``InMemoryStore`` too)
+against core's ``remember``, batched puts against core's ``remember_many``, search p50 against
+core's ``recall``.
+
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/langgraph_store.py [--conversations N] [--quick]
-        [--embedder onnx|onnx-int8|torch] [--ops N] [--threads N] [--skip-recall]
+        [--embedder onnx|onnx-int8|torch] [--ops N] [--threads N] [--skip-recall] [--single N]
 
 ``--quick`` runs one conversation and 600 ops (a smoke test, not a result to quote).
 

@@ -1,9 +1,8 @@
 """LoCoMo retrieval through LlamaIndex: MementoMemoryBlock against a VectorStoreIndex retriever.
 
 Both are driven only through LlamaIndex's APIs, as an application would use them, one memory
-per dialogue turn, and both embed with the same all-MiniLM-L6-v2 weights (core's
-``SentenceTransformerEmbedder``, wrapped as a LlamaIndex ``BaseEmbedding`` for the index; no
-download):
+per dialogue turn, and both embed with the same all-MiniLM-L6-v2 instance (core's default
+``OnnxEmbedder``, wrapped as a LlamaIndex ``BaseEmbedding`` for the index; no download):
 
 - Memento: ``MementoMemoryBlock.aput`` with the turns as ``Memory`` would flush them (chunks of
   ``--flush`` user messages, each carrying its session date as ``created_at``), then
@@ -19,7 +18,13 @@ recall@k over the evidence turns of every question of categories 1–4, k = 1, 5
 measures write latency per flushed chunk, writes per second, and query latency (query embedding
 included).
 
+Beside LlamaIndex's index it holds the block against core in the same run (``_parity``):
+R@5/R@10 of core's ``recall``, one message per ``aput`` (the first ``--single`` turns of each
+conversation, on a fresh store) against core's ``remember``, flushed chunks against core's
+``remember_many``, and query p50 against core's.
+
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/llamaindex_memory.py [--conversations N]
+        [--flush N] [--single N]
 
 The data is read from ``--data`` (default ``../shared/bench/locomo10.json`` next to the
 repository, or ``$LOCOMO_PATH``), never copied.
