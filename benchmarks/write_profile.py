@@ -123,8 +123,12 @@ def main() -> int:
     parser.add_argument("--paths", default="core,langgraph,llamaindex,autogen")
     args = parser.parse_args()
     paths = args.paths.split(",")
+    print(f"load average at start: {[round(x, 2) for x in os.getloadavg()]}")
     with tempfile.TemporaryDirectory() as tmp:
         store = Memento.open(os.path.join(tmp, "store"))
+        # One event loop for every async write, as an application has: a loop per write
+        # would time loop and worker-thread start-up.
+        loop = asyncio.new_event_loop()
         scope = Scope(user_id="u")
         offset = 0
 
@@ -159,7 +163,9 @@ def main() -> int:
             profile(
                 "llamaindex MementoMemoryBlock.aput (one message)",
                 store,
-                lambda n: asyncio.run(block.aput([ChatMessage(role="user", content=text(n))])),
+                lambda n: loop.run_until_complete(
+                    block.aput([ChatMessage(role="user", content=text(n))])
+                ),
                 args.writes,
             )
             offset += args.writes + 1
@@ -172,12 +178,14 @@ def main() -> int:
             profile(
                 "autogen MementoMemory.add",
                 store,
-                lambda n: asyncio.run(
+                lambda n: loop.run_until_complete(
                     memory.add(MemoryContent(content=text(n), mime_type="text/plain"))
                 ),
                 args.writes,
             )
         store.close()
+        loop.close()
+    print(f"load average at end: {[round(x, 2) for x in os.getloadavg()]}")
     return 0
 
 
