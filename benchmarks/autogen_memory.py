@@ -1,8 +1,9 @@
 """LoCoMo retrieval through AutoGen's Memory protocol: MementoMemory against ChromaDBVectorMemory.
 
 Both memories are driven only through ``add`` and ``query``, the calls an AutoGen application
-makes, one memory per dialogue turn, and both embed with the same all-MiniLM-L6-v2 weights (the
-copy bundled with memento-core). The protocol and the scoring are ``benchmarks/locomo.py``'s (its
+makes, one memory per dialogue turn, and both embed with the same all-MiniLM-L6-v2 weights
+(Memento with its default ONNX build, upstream with sentence-transformers on the copy bundled
+with memento-core). The protocol and the scoring are ``benchmarks/locomo.py``'s (its
 loader and scorer are imported): recall@k over the evidence turns of every question of
 categories 1–4, k = 1, 5, 10. Beside recall it measures, per call, the latency of ``add`` and of
 ``query`` (query embedding included), how late the event loop ran other tasks while each memory
@@ -10,7 +11,13 @@ worked, and three behaviours FRAMEWORKS.md lists as upstream flaws: how far the 
 from the true cosine similarity of the top result, which MIME type comes back for text, and
 whether ``add`` changes the caller's metadata dict.
 
-    HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/autogen_memory.py [--conversations N] [--out DIR]
+Beside upstream it holds the adapter against core in the same run (``_parity``): R@5/R@10 of
+core's ``recall``, one write at a time (the first ``--single`` turns of each conversation, each
+``add`` / ``remember`` awaited before the next, on a fresh store), adds awaited at once
+(``asyncio.gather``) against core's ``remember_many``, and query p50 against core's.
+
+    HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/autogen_memory.py [--conversations N]
+        [--single N] [--out DIR]
 
 The data is read from ``--data`` (default ``../shared/bench/locomo10.json`` next to the
 repository, or ``$LOCOMO_PATH``), never copied.
@@ -40,6 +47,7 @@ from rich.console import Console
 # benchmarks/ is not a package; the LoCoMo loader and scorer live next door in locomo.py.
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import arguments, locomo_missing, report_footer, write_report
+from _parity import CORE, SINGLE_WRITES, CoreReference, parity_markdown, single_summary
 from locomo import (
     CATEGORIES,
     KS,
@@ -51,7 +59,7 @@ from locomo import (
 )
 
 from memento_autogen import MementoMemory, MementoMemoryConfig
-from memento_core import Memento, SentenceTransformerEmbedder
+from memento_core import Embedder, Memento, OnnxEmbedder
 from memento_core.embedding import bundled_model_path
 
 K = max(KS)
@@ -68,6 +76,11 @@ class Measures:
     add_ms: list[float] = field(default_factory=list)
     query_ms: list[float] = field(default_factory=list)
     loop_late_ms: list[float] = field(default_factory=list)
+    single_ms: list[float] = field(default_factory=list)
+    """The first turns added one at a time into a fresh store, as core writes them (empty:
+    ``add_ms`` stands for them)."""
+    batched: list[tuple[int, float]] = field(default_factory=list)
+    """Per conversation: turns and the seconds of adding them all at once (``gather``)."""
     score_error: list[float] = field(default_factory=list)
     """|reported score − true cosine| of each question's top result."""
     text_mime_returned: str = ""
@@ -76,8 +89,13 @@ class Measures:
 
     def summary(self) -> dict[str, Any]:
         adds = sum(self.add_ms) / 1000
+        batched = sum(t for _, t in self.batched)
         return {
             "retrieval": self.scores.summary(),
+            "single": single_summary(self.single_ms or self.add_ms),
+            "batched_per_s": round(sum(n for n, _ in self.batched) / batched, 1)
+            if batched
+            else 0.0,
             "add_ms": {"p50": percentile(self.add_ms, 50), "p95": percentile(self.add_ms, 95)},
             "adds_per_s": round(len(self.add_ms) / adds, 1) if adds else 0.0,
             "query_ms": {
@@ -134,7 +152,7 @@ async def run_memory(
     conversation: Conversation,
     measures: Measures,
     vectors: dict[str, Any],
-    embedder: SentenceTransformerEmbedder,
+    embedder: Embedder,
     reported_cosine: Callable[[dict[str, Any]], float],
 ) -> None:
     """Add every turn, then ask every question, through ``add`` and ``query`` only."""
@@ -164,11 +182,44 @@ async def run_memory(
     measures.loop_late_ms += watch.late_ms
 
 
+def contents(conversation: Conversation) -> list[MemoryContent]:
+    """One ``MemoryContent`` per turn: its text, an episodic memory dated by its session."""
+    return [
+        MemoryContent(
+            content=turn.text,
+            mime_type=MemoryMimeType.TEXT,
+            metadata={"created_at": turn.created_at.isoformat(), "memory_type": "episodic"},
+        )
+        for turn in conversation.turns
+    ]
+
+
+async def add_batched(memory: Memory, conversation: Conversation, measures: Measures) -> None:
+    """Every turn added at once in groups of 256 (``asyncio.gather``, as a tool loop would)."""
+    items = contents(conversation)
+    started = time.perf_counter()
+    for start in range(0, len(items), 256):
+        await asyncio.gather(*(memory.add(c) for c in items[start : start + 256]))
+    measures.batched.append((len(items), time.perf_counter() - started))
+
+
+async def add_singly(
+    memory: Memory, conversation: Conversation, measures: Measures, count: int
+) -> None:
+    """The first ``count`` turns added one at a time, each ``add`` awaited before the next."""
+    await memory.add(MemoryContent(content="warm-up", mime_type=MemoryMimeType.TEXT))
+    for content in contents(conversation)[:count]:
+        started = time.perf_counter()
+        await memory.add(content)
+        measures.single_ms.append(1000 * (time.perf_counter() - started))
+
+
 async def run_conversation(
     conversation: Conversation,
-    embedder: SentenceTransformerEmbedder,
+    embedder: Embedder,
     measures: dict[str, Measures],
     directory: Path,
+    single: int,
 ) -> None:
     from autogen_ext.memory.chromadb import (
         ChromaDBVectorMemory,
@@ -192,6 +243,12 @@ async def run_conversation(
         )
         await memento.close()
     measures[MEMENTO].space = "cosine"
+    with Memento.open(directory / "memento-batched", embedder=embedder) as store:
+        batched = MementoMemory(MementoMemoryConfig(user_id=USER, k=K), store=store)
+        await add_batched(batched, conversation, measures[MEMENTO])
+    with Memento.open(directory / "memento-single", embedder=embedder) as store:
+        singly = MementoMemory(MementoMemoryConfig(user_id=USER, k=K), store=store)
+        await add_singly(singly, conversation, measures[MEMENTO], single)
 
     chroma = ChromaDBVectorMemory(
         config=PersistentChromaDBVectorMemoryConfig(
@@ -212,6 +269,8 @@ async def run_conversation(
         lambda metadata: float(metadata["score"]),
     )
     measures[CHROMA].space = chroma_space(chroma)
+    await chroma.clear()
+    await add_batched(chroma, conversation, measures[CHROMA])
     await chroma.close()
 
 
@@ -230,10 +289,11 @@ def render_markdown(report: dict[str, Any]) -> str:
         "",
         f"{report['questions_scored']:,} questions (categories 1–4 with evidence) over "
         f"{report['conversations']} conversations, {report['turns']:,} turns, one `add` per turn "
-        "and one `query` per question, all-MiniLM-L6-v2 for both. Protocol: "
+        "and one `query` per question, all-MiniLM-L6-v2 for both (Memento's default ONNX "
+        "build; upstream's sentence-transformers). Protocol: "
         "`../shared/bench/README.md`; scoring: `benchmarks/locomo.py`.",
         "",
-        "| memory | R@1 | R@5 | R@10 | add p50 / p95 | adds/s | query p50 / p95 "
+        "| memory | R@1 | R@5 | R@10 | add p50 / p95 | adds/s, one at a time | query p50 / p95 "
         "| event loop late p50 / p99 / max |",
         "|---|---|---|---|---|---|---|---|",
     ]
@@ -275,6 +335,15 @@ def render_markdown(report: dict[str, Any]) -> str:
         "to wait; upstream calls Chroma and the model on the event loop, MementoMemory in a "
         "worker thread.",
         "",
+        *parity_markdown(MEMENTO, systems[MEMENTO], report[CORE]),
+        f"{CHROMA} in the same run: query p50 {systems[CHROMA]['query_ms']['p50']} ms, "
+        f"one add at a time p50 {systems[CHROMA]['single']['p50_ms']} ms "
+        f"({systems[CHROMA]['single']['per_s']}/s), adds at once "
+        f"{systems[CHROMA]['batched_per_s']}/s. Core writes the first {report['single']} turns "
+        "of each conversation one at a time (`remember`), and the adapter the same turns (`add`), "
+        "each into a fresh store; the adapter also adds every turn at once (`asyncio.gather`) "
+        "into another. Upstream's one-at-a-time figures are from its main run (every turn).",
+        "",
         *report_footer(report),
     ]
     return "\n".join(lines)
@@ -282,14 +351,16 @@ def render_markdown(report: dict[str, Any]) -> str:
 
 async def run(args: argparse.Namespace, console: Console) -> dict[str, Any]:
     conversations = load_conversations(args.data)[: args.conversations]
-    embedder = SentenceTransformerEmbedder()
+    embedder = OnnxEmbedder()  # Memento's default
     embedder.embed_documents(["warm-up: load the model before anything is timed"])
     measures = {MEMENTO: Measures(), CHROMA: Measures()}
+    core = CoreReference()
     wall = time.perf_counter()
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
     for n, conversation in enumerate(conversations, 1):
         with tempfile.TemporaryDirectory(prefix="autogen-locomo-") as tmp:
-            await run_conversation(conversation, embedder, measures, Path(tmp))
+            await run_conversation(conversation, embedder, measures, Path(tmp), args.single)
+        await asyncio.to_thread(core.run, conversation, embedder, user=USER, single=args.single)
         console.print(
             f"{conversation.sample_id} ({n}/{len(conversations)}): "
             + ", ".join(
@@ -305,7 +376,9 @@ async def run(args: argparse.Namespace, console: Console) -> dict[str, Any]:
         "turns": sum(len(c.turns) for c in conversations),
         "questions_scored": measures[MEMENTO].scores.count,
         "k": K,
+        "single": args.single,
         "systems": {name: m.summary() for name, m in measures.items()},
+        CORE: core.summary(),
         "machine": machine(),
     }
 
@@ -313,6 +386,9 @@ async def run(args: argparse.Namespace, console: Console) -> dict[str, Any]:
 def main() -> int:
     parser = arguments(__doc__, locomo=True)
     parser.add_argument("--conversations", type=int, default=None, help="run only the first N")
+    parser.add_argument(
+        "--single", type=int, default=SINGLE_WRITES, help="turns core writes one at a time"
+    )
     args = parser.parse_args()
     console = Console(stderr=True)
     if locomo_missing(args.data):

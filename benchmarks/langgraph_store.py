@@ -27,8 +27,14 @@ calling one, and on a busy machine a two-thread team in the calling thread spin-
 core (a 13 ms embedding took 500 ms), which would measure the machine, not the stores. A run
 with another embedder than the default writes ``langgraph_store_<embedder>.json`` / ``.md``.
 
+A third part holds MementoStore against core in the same run (``_parity``): R@5/R@10 of
+core's ``recall`` on the same turns (dated by session, which a store item cannot be), one
+``put`` at a time (the first ``--single`` turns, on a fresh store; ``InMemoryStore`` too)
+against core's ``remember``, batched puts against core's ``remember_many``, search p50 against
+core's ``recall``.
+
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/langgraph_store.py [--conversations N] [--quick]
-        [--embedder onnx|onnx-int8|torch] [--ops N] [--threads N] [--skip-recall]
+        [--embedder onnx|onnx-int8|torch] [--ops N] [--threads N] [--skip-recall] [--single N]
 
 ``--quick`` runs one conversation and 600 ops (a smoke test, not a result to quote).
 
@@ -50,6 +56,14 @@ from pathlib import Path
 from typing import Any
 
 from _common import arguments, locomo_missing, progress_bar, report_footer
+from _parity import (
+    CORE,
+    SINGLE_WRITES,
+    CoreReference,
+    one_at_a_time,
+    parity_markdown,
+    single_summary,
+)
 from langchain_core.embeddings import Embeddings
 from langgraph.store.base import BaseStore, PutOp
 from langgraph.store.memory import InMemoryStore
@@ -114,16 +128,46 @@ def put_all(store: BaseStore, namespace: tuple[str, ...], conversation: Conversa
     return time.perf_counter() - started
 
 
+def put_singly(
+    store: BaseStore, namespace: tuple[str, ...], conversation: Conversation, count: int
+) -> list[float]:
+    """Milliseconds of each ``put`` of the first ``count`` turns, one after the other."""
+    turns = conversation.turns[:count]
+    store.put(("warm-up",), "warm-up", {"text": "warm-up: open the collections"})
+    return one_at_a_time(
+        lambda n: store.put(namespace, turns[n].dia_id, {"text": turns[n].text}), len(turns)
+    )
+
+
 def run_conversation(
     conversation: Conversation,
     model: Embedder,
     scores: dict[str, Scores],
     latency: dict[str, list[float]],
     writes: dict[str, list[float]],
+    single: dict[str, list[float]],
+    single_count: int,
     advance: Callable[[int], None],
 ) -> None:
     namespace = ("locomo", conversation.sample_id)
     with tempfile.TemporaryDirectory(prefix="lg-store-") as tmp:
+        # One put at a time, as an agent writes one memory per turn, each store fresh (and
+        # Memento's embedding cache empty: every put embeds its text).
+        with Memento.open(Path(tmp) / "single", embedder=model) as fresh:
+            single[MEMENTO] += put_singly(
+                MementoStore(fresh, index={"fields": ["text"]}),
+                namespace,
+                conversation,
+                single_count,
+            )
+        single[IN_MEMORY] += put_singly(
+            InMemoryStore(
+                index={"dims": 384, "embed": MiniLMEmbeddings(model), "fields": ["text"]}
+            ),
+            namespace,
+            conversation,
+            single_count,
+        )
         memento = Memento.open(Path(tmp) / "default", embedder=model)
         stores: dict[str, BaseStore] = {
             MEMENTO: MementoStore(memento, index={"fields": ["text"]}),
@@ -299,6 +343,23 @@ def render_markdown(report: dict[str, Any]) -> str:
             f"p95 ×{v['p95_ratio']}. Leads on recall: **{v['leads_on_recall']}**; "
             f"latency within 2×: **{v['latency_within_2x']}**."
         )
+    if report.get(CORE) and report.get("single_writes"):
+        ms = report["write_ms_per_item"][MEMENTO]
+        ours = {
+            "retrieval": report["stores"][MEMENTO],
+            "single": report["single_writes"][MEMENTO],
+            "batched_per_s": round(1000 / ms, 1) if ms else 0.0,
+            "query_ms": report["latency_ms"][MEMENTO],
+        }
+        theirs = report["single_writes"][IN_MEMORY]
+        lines += [
+            "",
+            *parity_markdown(MEMENTO, ours, report[CORE]),
+            f"{IN_MEMORY} in the same run: search p50 {report['latency_ms'][IN_MEMORY]['p50']} "
+            f"ms, one put at a time p50 {theirs['p50_ms']} ms ({theirs['per_s']}/s). Batched: "
+            f"`batch` of {WRITE_BATCH} puts. One at a time: the first {theirs['n']} turns, "
+            "`put` by `put`, on a fresh store; core writes the same turns with `remember`.",
+        ]
     if report.get("throughput"):
         first = next(iter(report["throughput"].values()))
         lines += [
@@ -357,6 +418,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="the throughput part only (an existing report keeps its recall figures)",
     )
+    parser.add_argument(
+        "--single", type=int, default=SINGLE_WRITES, help="turns put one at a time, per store"
+    )
     parser.add_argument("--quick", action="store_true", help="1 conversation, 600 ops")
     args = parser.parse_args(argv)
     if args.quick:
@@ -371,6 +435,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     scores = {name: Scores() for name in (MEMENTO, MEMENTO_NO_USAGE, IN_MEMORY)}
     latency: dict[str, list[float]] = {MEMENTO: [], MEMENTO_NO_USAGE: [], IN_MEMORY: []}
     writes: dict[str, list[float]] = {MEMENTO: [], IN_MEMORY: []}
+    single: dict[str, list[float]] = {MEMENTO: [], IN_MEMORY: []}
+    core = CoreReference()
     load = os.getloadavg()
     wall = time.perf_counter()
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
@@ -385,8 +451,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                 scores,
                 latency,
                 writes,
+                single,
+                args.single,
                 lambda n: progress.advance(task, n),
             )
+            core.run(conversation, model, user="locomo", single=args.single)
 
     console.print(f"throughput: {args.ops} mixed ops from {args.threads} threads per store")
     throughput = run_throughput(conversations, model, args.ops, args.threads)
@@ -417,6 +486,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             name: round(1000 * sum(v) / len(v), 1) for name, v in writes.items() if v
         },
         "verdicts": verdicts,
+        "single_writes": {name: single_summary(v) for name, v in single.items() if v},
+        CORE: core.summary() if core.batched else None,
         "throughput": throughput,
         "embedder": {
             "choice": args.embedder,

@@ -1,9 +1,8 @@
 """LoCoMo retrieval through LlamaIndex: MementoMemoryBlock against a VectorStoreIndex retriever.
 
 Both are driven only through LlamaIndex's APIs, as an application would use them, one memory
-per dialogue turn, and both embed with the same all-MiniLM-L6-v2 weights (core's
-``SentenceTransformerEmbedder``, wrapped as a LlamaIndex ``BaseEmbedding`` for the index; no
-download):
+per dialogue turn, and both embed with the same all-MiniLM-L6-v2 instance (core's default
+``OnnxEmbedder``, wrapped as a LlamaIndex ``BaseEmbedding`` for the index; no download):
 
 - Memento: ``MementoMemoryBlock.aput`` with the turns as ``Memory`` would flush them (chunks of
   ``--flush`` user messages, each carrying its session date as ``created_at``), then
@@ -19,7 +18,13 @@ recall@k over the evidence turns of every question of categories 1–4, k = 1, 5
 measures write latency per flushed chunk, writes per second, and query latency (query embedding
 included).
 
+Beside LlamaIndex's index it holds the block against core in the same run (``_parity``):
+R@5/R@10 of core's ``recall``, one message per ``aput`` (the first ``--single`` turns of each
+conversation, on a fresh store) against core's ``remember``, flushed chunks against core's
+``remember_many``, and query p50 against core's.
+
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/llamaindex_memory.py [--conversations N]
+        [--flush N] [--single N]
 
 The data is read from ``--data`` (default ``../shared/bench/locomo10.json`` next to the
 repository, or ``$LOCOMO_PATH``), never copied.
@@ -52,6 +57,7 @@ from rich.console import Console
 # benchmarks/ is not a package; the LoCoMo loader and scorer live next door in locomo.py.
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import arguments, locomo_missing, progress_bar, report_footer, write_report
+from _parity import CORE, SINGLE_WRITES, CoreReference, parity_markdown, single_summary
 from locomo import (
     CATEGORIES,
     KS,
@@ -62,7 +68,7 @@ from locomo import (
     percentile,
 )
 
-from memento_core import Memento, SentenceTransformerEmbedder
+from memento_core import Embedder, Memento, OnnxEmbedder
 from memento_core._injection import HEADER
 from memento_llamaindex import MementoMemoryBlock
 
@@ -75,9 +81,9 @@ INDEX = "VectorStoreIndex retriever (llama-index-core)"
 class MiniLMEmbedding(BaseEmbedding):
     """Core's MiniLM embedder as a LlamaIndex embedding model (the same weights, no download)."""
 
-    _embedder: SentenceTransformerEmbedder = PrivateAttr()
+    _embedder: Embedder = PrivateAttr()
 
-    def __init__(self, embedder: SentenceTransformerEmbedder, **kwargs: Any) -> None:
+    def __init__(self, embedder: Embedder, **kwargs: Any) -> None:
         super().__init__(model_name=embedder.name, embed_batch_size=64, **kwargs)
         self._embedder = embedder
 
@@ -100,11 +106,15 @@ class Measures:
     flush_ms: list[float] = field(default_factory=list)
     written: int = 0
     query_ms: list[float] = field(default_factory=list)
+    single_ms: list[float] = field(default_factory=list)
+    """One turn written at a time (a flush of one message, or one node inserted)."""
 
     def summary(self) -> dict[str, Any]:
         seconds = sum(self.flush_ms) / 1000
         return {
             "retrieval": self.scores.summary(),
+            "single": single_summary(self.single_ms),
+            "batched_per_s": round(self.written / seconds, 1) if seconds else 0.0,
             "flush_ms": {
                 "p50": percentile(self.flush_ms, 50),
                 "p95": percentile(self.flush_ms, 95),
@@ -159,6 +169,38 @@ async def run_memento(
         advance(1)
 
 
+def user_message(turn: Any) -> ChatMessage:
+    return ChatMessage(
+        role=MessageRole.USER, content=turn.text, additional_kwargs={"created_at": turn.created_at}
+    )
+
+
+async def memento_singly(
+    conversation: Conversation, embedder: Embedder, measures: Measures, count: int
+) -> None:
+    """The first ``count`` turns flushed one message at a time into a fresh store."""
+    with (
+        tempfile.TemporaryDirectory(prefix="llamaindex-single-") as tmp,
+        Memento.open(Path(tmp) / "memento", embedder=embedder) as store,
+    ):
+        block = MementoMemoryBlock(store=store, user_id=USER)
+        await block.aput([ChatMessage(role=MessageRole.USER, content="warm-up")])
+        for turn in conversation.turns[:count]:
+            started = time.perf_counter()
+            await block.aput([user_message(turn)], session_id=conversation.sample_id)
+            measures.single_ms.append(1000 * (time.perf_counter() - started))
+
+
+async def index_singly(
+    conversation: Conversation, embedding: MiniLMEmbedding, measures: Measures, count: int
+) -> None:
+    index = VectorStoreIndex(nodes=[], embed_model=embedding)
+    for turn in conversation.turns[:count]:
+        started = time.perf_counter()
+        index.insert_nodes([TextNode(id_=turn.dia_id, text=turn.text)])
+        measures.single_ms.append(1000 * (time.perf_counter() - started))
+
+
 async def run_index(
     conversation: Conversation, embedding: MiniLMEmbedding, measures: Measures, flush: int,
     advance: Any,
@@ -188,8 +230,8 @@ def render_markdown(report: dict[str, Any]) -> str:
         f"{report['questions_scored']:,} questions (categories 1–4 with evidence) over "
         f"{report['conversations']} conversations, {report['turns']:,} turns, written in chunks "
         f"of {report['flush']} turns as `Memory` flushes them, one query per question, "
-        "all-MiniLM-L6-v2 for both. Protocol: `../shared/bench/README.md`; scoring: "
-        "`benchmarks/locomo.py`.",
+        "all-MiniLM-L6-v2 for both (Memento's default ONNX build). Protocol: "
+        "`../shared/bench/README.md`; scoring: `benchmarks/locomo.py`.",
         "",
         "| memory | R@1 | R@5 | R@10 | write per chunk p50 / p95 | writes/s | query p50 / p95 |",
         "|---|---|---|---|---|---|---|",
@@ -217,6 +259,13 @@ def render_markdown(report: dict[str, Any]) -> str:
         "latency includes building that text. LlamaIndex: an in-memory `VectorStoreIndex` "
         "(cosine over the same vectors) and its retriever's `aretrieve`.",
         "",
+        *parity_markdown(MEMENTO, systems[MEMENTO], report[CORE]),
+        f"{INDEX} in the same run: query p50 {systems[INDEX]['query_ms']['p50']} ms, one node "
+        f"inserted at a time p50 {systems[INDEX]['single']['p50_ms']} ms "
+        f"({systems[INDEX]['single']['per_s']}/s). Batched: chunks of {report['flush']} turns "
+        f"(`aput`, as `Memory` flushes). One at a time: the first {report['single']} turns, "
+        "one message per `aput`, on a fresh store; core writes the same turns with `remember`.",
+        "",
         *report_footer(report),
     ]
     return "\n".join(lines)
@@ -224,10 +273,11 @@ def render_markdown(report: dict[str, Any]) -> str:
 
 async def run(args: argparse.Namespace, console: Console) -> dict[str, Any]:
     conversations = load_conversations(args.data)[: args.conversations]
-    embedder = SentenceTransformerEmbedder()
+    embedder = OnnxEmbedder()  # Memento's default
     embedder.embed_documents(["warm-up: load the model before anything is timed"])
     embedding = MiniLMEmbedding(embedder)
     measures = {MEMENTO: Measures(), INDEX: Measures()}
+    core = CoreReference()
     wall = time.perf_counter()
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
     work = 2 * sum(len(c.turns) + len(c.questions) for c in conversations)
@@ -246,6 +296,10 @@ async def run(args: argparse.Namespace, console: Console) -> dict[str, Any]:
                 await run_memento(conversation, store, measures[MEMENTO], args.flush, advance)
             progress.update(task, description=f"{conversation.sample_id} VectorStoreIndex")
             await run_index(conversation, embedding, measures[INDEX], args.flush, advance)
+            progress.update(task, description=f"{conversation.sample_id} one at a time, core")
+            await memento_singly(conversation, embedder, measures[MEMENTO], args.single)
+            await index_singly(conversation, embedding, measures[INDEX], args.single)
+            await asyncio.to_thread(core.run, conversation, embedder, user=USER, single=args.single)
     return {
         "command": " ".join(["benchmarks/llamaindex_memory.py", *sys.argv[1:]]),
         "started": started,
@@ -255,7 +309,9 @@ async def run(args: argparse.Namespace, console: Console) -> dict[str, Any]:
         "questions_scored": measures[MEMENTO].scores.count,
         "flush": args.flush,
         "k": K,
+        "single": args.single,
         "systems": {name: m.summary() for name, m in measures.items()},
+        CORE: core.summary(),
         "machine": machine(),
     }
 
@@ -264,6 +320,9 @@ def main() -> int:
     parser = arguments(__doc__, locomo=True)
     parser.add_argument("--conversations", type=int, default=None, help="run only the first N")
     parser.add_argument("--flush", type=int, default=16, help="turns per flushed chunk")
+    parser.add_argument(
+        "--single", type=int, default=SINGLE_WRITES, help="turns written one at a time"
+    )
     args = parser.parse_args()
     console = Console(stderr=True)
     if locomo_missing(args.data):

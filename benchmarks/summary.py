@@ -154,6 +154,49 @@ def locomo_rows(results: Path) -> list[Row]:
     return rows
 
 
+PARITY_SOURCES = (
+    ("langgraph_store", "LangGraph `MementoStore`"),
+    ("llamaindex_memory", "LlamaIndex `MementoMemoryBlock`"),
+    ("autogen_memory", "AutoGen `MementoMemory`"),
+)
+CORE_KEY = "core Memento (recall / remember_many)"
+"""Where ``_parity.CoreReference`` puts core's figures in an adapter script's report."""
+
+
+def parity_rows(results: Path) -> list[dict[str, Any]]:
+    """Each adapter against core in the same run (issue 35's bounds), where measured."""
+    rows = []
+    for source, adapter in PARITY_SOURCES:
+        data = load_result(results, source)
+        if data is None or not data.get(CORE_KEY):
+            continue
+        core = data[CORE_KEY]
+        if source == "langgraph_store":
+            name = next(n for n in data["stores"] if n.startswith("MementoStore"))
+            ms = data["write_ms_per_item"][name]
+            ours = {
+                "retrieval": data["stores"][name],
+                "single": data["single_writes"][name],
+                "batched_per_s": round(1000 / ms, 1),
+                "query_ms": data["latency_ms"][name],
+            }
+        else:
+            ours = next(v for n, v in data["systems"].items() if n.startswith("Memento"))
+        a, c = ours["retrieval"]["overall"], core["retrieval"]["overall"]
+        rows.append(
+            {
+                "adapter": adapter,
+                "source": source,
+                "r5": (a["R@5"], c["R@5"]),
+                "r10": (a["R@10"], c["R@10"]),
+                "single_p50_ms": (ours["single"]["p50_ms"], core["single"]["p50_ms"]),
+                "batched_ratio": round(ours["batched_per_s"] / core["remember_many_per_s"], 2),
+                "query_p50_ms": (ours["query_ms"]["p50"], core["query_ms"]["p50"]),
+            }
+        )
+    return rows
+
+
 def measure_import(runs: int) -> dict[str, Any]:
     """``import memento_core`` in fresh interpreters: the import alone, and the whole process."""
     imports: list[float] = []
@@ -284,6 +327,25 @@ def render_markdown(report: dict[str, Any]) -> str:
         "`recall` tool is core `recall`).",
         "",
     ]
+    if report.get("parity"):
+        lines += [
+            "## Adapters against core, same run (adapter / core)",
+            "",
+            "Bounds: R@5 and R@10 within 0.5; one write at a time p50 ≤ 20 ms; batched writes "
+            "≥ 0.8 × core's `remember_many`; query p50 ≤ core's + 5 ms + the framework's own "
+            "overhead (each script's report gives the framework's own memory beside).",
+            "",
+            "| adapter | R@5 | R@10 | one write p50 ms | batched ÷ core | query p50 ms | script |",
+            "|---|---:|---:|---:|---:|---:|---|",
+        ]
+        for row in report["parity"]:
+            pair = {k: f"{row[k][0]} / {row[k][1]}" for k in ("r5", "r10", "single_p50_ms")}
+            lines.append(
+                f"| {row['adapter']} | {pair['r5']} | {pair['r10']} | {pair['single_p50_ms']} "
+                f"| {row['batched_ratio']} | {row['query_p50_ms'][0]} / {row['query_p50_ms'][1]} "
+                f"| {row['source']}.py |"
+            )
+        lines.append("")
     scale = report.get("scale")
     if scale:
         lines += [
@@ -500,6 +562,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         + inspector_targets(results)
         + history_targets(results),
         "locomo": [asdict(r) for r in rows],
+        "parity": parity_rows(results),
         "best_r5": asdict(best) if best else None,
         "import": imports,
         "peak_rss_mb": {

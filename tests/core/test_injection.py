@@ -99,14 +99,17 @@ class Characters:
     budget=st.integers(1, 700),
     query=st.sampled_from(["allergy", "Ann topic 7 detail", "cooking at home", "cats", "flights"]),
     limit=st.integers(1, 25),
-    by_characters=st.booleans(),
+    counting=st.sampled_from(["characters", "wordpiece given", "default"]),
 )
 def test_injection_never_exceeds_its_budget(
-    filled: Memento, budget: int, query: str, limit: int, by_characters: bool
+    filled: Memento, budget: int, query: str, limit: int, counting: str
 ) -> None:
-    counter = Characters() if by_characters else default_counter()
+    """Also without a counter: the default one counts line by line (its count is additive
+    over lines), and the result must be what counting the whole text gives."""
+    given_counter = {"characters": Characters(), "wordpiece given": default_counter()}
+    counter = given_counter.get(counting, default_counter())
     injection = filled.memory_injection(
-        query, token_budget=budget, scope=ANN, limit=limit, counter=counter
+        query, token_budget=budget, scope=ANN, limit=limit, counter=given_counter.get(counting)
     )
     message = injection.message()
     if message is None:

@@ -184,3 +184,54 @@ def test_the_command_line_backfills_an_older_store(
     assert main(["build-directory", "--path", str(path)]) == 0
     out = capsys.readouterr().out
     assert out.strip() == "listed 4 partitions; recalls now read them by id"
+
+
+def test_memories_written_one_at_a_time_are_listed_and_found_after_a_reopen(
+    store_factory: StoreFactory,
+) -> None:
+    """One record per partition collects the writer's appends (kept in memory by the sole
+    writer of an embedded store instead of read back), and nothing is lost at a reopen."""
+    with store_factory.open() as mem:
+        prefix = mem.collection_prefix
+        written = {mem.remember(d.content, scope=ALICE) for d in _drafts(ALICE, 12)}
+    records = _directory_records(store_factory, prefix)
+    assert len(records) == 1 and set(records[0]) == written
+    with store_factory.open() as mem:
+        assert _seen(mem)[ALICE] == written
+        later = mem.remember("alice private note: the budget review is at noon", scope=ALICE)
+        assert _seen(mem)[ALICE] == written | {later}
+
+
+def test_writes_after_an_erasure_do_not_list_the_erased_ids_again(
+    store_factory: StoreFactory,
+) -> None:
+    """Bob's team writes append to the record that listed Alice's team memories; after she
+    is erased, his next write must not put her ids back."""
+    with store_factory.open() as mem:
+        prefix = mem.collection_prefix
+        for draft in _drafts(ALICE, 3, "team") + _drafts(BOB, 3, "team"):
+            mem.remember(draft.content, scope=draft.scope, privacy="team")
+        erased = set(mem.erase_user("alice").memories)
+        bobs = mem.remember(
+            "bob team note: the deploy cache warms at six", scope=BOB, privacy="team"
+        )
+        listed = {i for ids in _directory_records(store_factory, prefix) for i in ids}
+        assert len(erased) == 3 and bobs in listed and not listed & erased
+        assert bobs in _seen(mem)[BOB]
+
+
+def test_an_open_record_takes_a_bounded_number_of_single_writes(
+    store_factory: StoreFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each append rewrites its record whole, so single writes fill small records; a large
+    write still goes in one record."""
+    monkeypatch.setattr("memento_core._storage._directory.APPEND_AT_MOST", 4)
+    with store_factory.open() as mem:
+        prefix = mem.collection_prefix
+        singles = {mem.remember(d.content, scope=ALICE) for d in _drafts(ALICE, 10)}
+        batch = set(mem.remember_many(_drafts(BOB, 9)))
+    sizes = sorted(len(ids) for ids in _directory_records(store_factory, prefix))
+    assert sizes == [2, 4, 4, 9]
+    with store_factory.open() as mem:
+        seen = _seen(mem)
+        assert seen[ALICE] == singles and seen[BOB] == batch

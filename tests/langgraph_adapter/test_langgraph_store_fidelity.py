@@ -4,6 +4,7 @@ namespace labels that are not valid Memento scope values, the reserved root labe
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -347,3 +348,33 @@ def test_a_caller_leaving_without_work_does_not_hold_the_call_back() -> None:
     # Were the call held for the whole linger, the test would time out (after 60 s).
     _two_callers_preparing(Group(calls.append, linger=600), calls, second_submits=False)
     assert calls == [["a"]]
+
+
+class WritesOf:
+    """Notes the size of every write of memories under one root label."""
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+        self.sizes: list[int] = []
+
+    @hookimpl
+    def memento_on_remember(self, memento: Memento, items: list[MemoryItem]) -> None:
+        if any(f"lg:ns:{self.root}" in item.tags for item in items):
+            self.sizes.append(len(items))
+
+
+@pytest.mark.parametrize("run", ["batch", "abatch"])
+def test_the_puts_of_one_batch_are_one_write(store: MementoStore, fresh: Fresh, run: str) -> None:
+    root = fresh("batched")
+    ops = [PutOp((root, "facts"), f"k{n}", {"text": f"fact {n} about {root}"}) for n in range(5)]
+    noted = WritesOf(root)
+    plugins.manager().register(noted, name="writes-of")
+    try:
+        if run == "batch":
+            store.batch(ops)
+        else:
+            asyncio.run(store.abatch(ops))
+    finally:
+        plugins.manager().unregister(name="writes-of")
+    assert noted.sizes == [5]
+    assert {item.key for item in store.search((root,), limit=10)} == {f"k{n}" for n in range(5)}

@@ -11,7 +11,8 @@ from llama_index.core.base.llms.types import ChatMessage, ImageBlock, MessageRol
 from llama_index.core.memory import Memory
 from llama_index.core.storage.chat_store.base_db import MessageStatus
 
-from memento_core import Embedder, InvalidInput, Memento, NotOwner, Scope
+from memento_core import Embedder, InvalidInput, Memento, MemoryItem, NotOwner, Scope, plugins
+from memento_core.plugins import hookimpl
 from memento_llamaindex import MementoChatStore, MementoMemoryBlock
 
 
@@ -271,3 +272,36 @@ async def test_a_chat_key_is_not_a_capability(store: Memento) -> None:
         with pytest.raises(NotOwner, match="belongs to another user"):
             await attempt()
     assert contents(await hers.get_messages("alice-key")) == ["my pin is 7312", "noted"]
+
+
+async def test_the_messages_of_a_flush_are_written_together(
+    store: Memento, fresh: Callable[[str], str]
+) -> None:
+    user_id = fresh("flusher")
+    sizes: list[int] = []
+
+    class Noting:
+        @hookimpl
+        def memento_on_remember(self, memento: Memento, items: list[MemoryItem]) -> None:
+            if any(item.scope.user_id == user_id for item in items):
+                sizes.append(len(items))
+
+    block = MementoMemoryBlock(store=store, user_id=user_id)
+    memory = Memory.from_defaults(
+        session_id=fresh("session"),
+        memory_blocks=[block],
+        token_limit=40,
+        token_flush_size=30,
+        tokenizer_fn=split_tokens,
+    )
+    plugins.manager().register(Noting(), name="flush-noting")
+    try:
+        await memory.aput_messages(
+            [user(f"fact {n}: {words(8, 'w')}") for n in range(6)] + [assistant("noted")]
+        )
+    finally:
+        plugins.manager().unregister(name="flush-noting")
+    # Memory flushes in rounds of ``token_flush_size`` tokens: one write per round, not one
+    # per message.
+    stored = store.items(scope=Scope(user_id=user_id))
+    assert sizes and all(size > 1 for size in sizes) and sum(sizes) == len(stored)

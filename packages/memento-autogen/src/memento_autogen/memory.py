@@ -14,6 +14,7 @@ from autogen_core.model_context import ChatCompletionContext
 from autogen_core.models import SystemMessage
 from typing_extensions import Self
 
+from memento_autogen._batching import AddBatcher
 from memento_autogen.config import MementoMemoryConfig
 from memento_autogen.mapping import (
     SCOPE_FIELDS,
@@ -78,6 +79,7 @@ class MementoMemory(Memory, Component[MementoMemoryConfig]):
         self._store = store
         self._owns_store = store is None
         self._opening = threading.Lock()
+        self._adds = AddBatcher()
 
     @property
     def config(self) -> MementoMemoryConfig:
@@ -95,13 +97,15 @@ class MementoMemory(Memory, Component[MementoMemoryConfig]):
 
         Text and JSON are accepted, images and binary content are not. Identical content in
         the same scope is stored once: adding it again changes nothing. ``content`` and its
-        metadata are not modified.
+        metadata are not modified. Adds awaited at once (``asyncio.gather``) are written
+        together, in one call to the store; each returns when its own content is stored.
         """
         draft = draft_from_content(
             content, scope=self._scope, privacy=self._privacy, memory_type=self._memory_type
         )
         store = await self._open()
-        await _cancellable(store.aremember_many([draft]), cancellation_token)
+        # Adds in flight at once (a tool loop's gather) are written together (``_batching``).
+        await _cancellable(self._adds.add(store, draft), cancellation_token)
 
     async def query(
         self,

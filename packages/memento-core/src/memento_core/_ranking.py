@@ -227,7 +227,10 @@ def rank(
 
     vectors = np.stack([np.asarray(c.vector, dtype=np.float32) for c in candidates])
     remaining = sorted(range(len(candidates)), key=lambda i: (-base[i][0], candidates[i].item.id))
-    chosen: list[int] = []
+    # Each candidate's highest similarity to a chosen one, updated once per pick (one
+    # matrix-vector product) instead of recomputed for every candidate the scan looks at.
+    closest = np.full(len(candidates), -np.inf, dtype=np.float32)
+    chosen = False
     results: list[Recalled] = []
     threshold = weights.duplicate_threshold
     while remaining and len(results) < limit:
@@ -239,13 +242,15 @@ def rank(
                 break
             duplication = 0.0
             if chosen and weights.duplication:
-                similarity = float(np.max(vectors[chosen] @ vectors[i]))
+                similarity = float(closest[i])
                 duplication = max(0.0, (similarity - threshold) / (1.0 - threshold or 1.0))
             score = base[i][0] - weights.duplication * duplication
             if score > best_score:
                 best_index, best_score, best_dup = i, score, duplication
         remaining.remove(best_index)
-        chosen.append(best_index)
+        if weights.duplication and remaining and len(results) + 1 < limit:
+            np.maximum(closest, vectors @ vectors[best_index], out=closest)
+        chosen = True
         reason = dataclasses.replace(base[best_index][1], duplication=best_dup)
         results.append(Recalled(candidates[best_index].item, best_score, reason))
     return results

@@ -38,6 +38,10 @@ CONTIGUITY_WINDOW = timedelta(hours=1)
 their ``created_at`` are at most this far apart (turns of one conversation, say)."""
 TIMELINE_SCOPES = 10_000
 """Scopes whose last memory this process remembers, to link the next one to it."""
+REUSE_AT = 16
+"""Texts a batch needs before the store is asked for vectors of identical text
+(``prime_embeddings``): that read is an equality over the whole collection (0.25 s at 1M),
+while embedding a few texts takes milliseconds."""
 
 
 def remember_many(
@@ -204,9 +208,10 @@ def link_timeline(engine: Engine, items: list[MemoryItem], *, new: set[str]) -> 
 
 
 def prime_embeddings(engine: Engine, hashes: Sequence[str]) -> None:
-    """Reuse vectors of identical text already in the store (say, in another scope)."""
+    """Reuse vectors of identical text already in the store (say, in another scope), for a
+    batch of at least ``REUSE_AT`` texts not in the embedder's cache; fewer are embedded."""
     unknown = [h for h in set(hashes) if engine.embedder.cached(h) is None]
-    if not unknown:
+    if len(unknown) < REUSE_AT:
         return
     for text_key, vector in engine.store.vectors_by_hash(unknown).items():
         engine.embedder.prime(text_key, vector)

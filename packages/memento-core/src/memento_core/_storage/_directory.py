@@ -34,7 +34,12 @@ from typing import Any
 from memento_core._storage._side import SideRecords
 
 CHUNK = 500
-"""Ids per record: a record is rewritten whole on each append, so it stays small (~20 KB)."""
+"""Ids per record at most (~20 KB): merged records, bases and a large write's new records."""
+APPEND_AT_MOST = 64
+"""Ids a writer's open record takes before the next append starts a new one. An append
+rewrites the record whole, and Chroma's write grows with the record's text: rewriting one of
+500 ids took 2.5 times as long as one of 64, a cost a memory written on its own pays every
+time. Loads merge the small records once sealed (``MERGE_AT``)."""
 SEAL_AFTER_US = 5 * 60 * 1_000_000
 """A writer stops appending to a record this old (µs); ``merge`` waits twice as long."""
 MERGE_AT = 16
@@ -58,12 +63,15 @@ class Members:
 
 @dataclass
 class _Record:
-    """One of this writer's records. Its ids are read back before each append (not kept
-    here), so an erasure that rewrote the record meanwhile is not undone."""
+    """One of this writer's records. On a store other processes write to, its ids are read
+    back before each append, so an erasure that rewrote the record meanwhile is not undone;
+    the sole writer of a store (an embedded one: its process holds the write lock) keeps
+    them in ``ids`` instead, since only its own ``forget`` can rewrite them."""
 
     id: str
     opened: int
     size: int = 0
+    ids: list[str] | None = None
 
 
 def _now_us() -> int:
@@ -86,9 +94,11 @@ def _chunks(ids: Sequence[str]) -> list[Sequence[str]]:
 class PartitionDirectory:
     """The directory of one store, as one writer (this process) sees and extends it."""
 
-    def __init__(self, records: SideRecords, meta: Any) -> None:
+    def __init__(self, records: SideRecords, meta: Any, *, sole_writer: bool = False) -> None:
         self._records = records
         self._meta = meta
+        self._sole_writer = sole_writer
+        """No other process writes this store (embedded): appends need not read back."""
         self._writer = os.urandom(6).hex()
         self._open: OrderedDict[str, _Record] = OrderedDict()
         self._lock = threading.Lock()
@@ -144,20 +154,27 @@ class PartitionDirectory:
                     record = self._open_record(d, len(chunk), now)
                     record.size += len(chunk)
                     touched.setdefault(record.id, (d, record, []))[2].extend(chunk)
-            stored = {
-                r.id: json.loads(r.document)
-                for r in self._records.get(
-                    [i for i, (_, r, new) in touched.items() if r.size > len(new)]
-                )
-            }
-            self._write(
-                self._records.put,
-                [(d, r, stored.get(r.id, []) + new) for d, r, new in touched.values()],
-            )
+            unknown = [
+                i for i, (_, r, new) in touched.items() if r.size > len(new) and r.ids is None
+            ]
+            stored = {r.id: json.loads(r.document) for r in self._records.get(unknown)}
+            written = []
+            for d, r, new in touched.values():
+                listed = (r.ids if r.ids is not None else stored.get(r.id, [])) + new
+                written.append((d, r, listed))
+            try:
+                self._write(self._records.put, written)
+            except BaseException:  # what a record holds now is read back next time
+                for _, r, _ in written:
+                    r.ids = None
+                raise
+            for _, r, listed in written:
+                r.ids = listed if self._sole_writer else None
 
     def _open_record(self, digest: str, adding: int, now: int) -> _Record:
         record = self._open.pop(digest, None)
-        if record is None or record.size + adding > CHUNK or now - record.opened > SEAL_AFTER_US:
+        full = record is not None and record.size + adding > APPEND_AT_MOST
+        if record is None or full or now - record.opened > SEAL_AFTER_US:
             record = _Record(f"{digest}:{self._writer}:{os.urandom(4).hex()}", now)
         self._open[digest] = record
         if len(self._open) > OPEN_RECORDS:
@@ -211,7 +228,7 @@ class PartitionDirectory:
         owner, so it must not outlive the memory)."""
         gone = set(erased)
         with self._lock:
-            self._open.pop(user_digest, None)
+            self._open.clear()  # the records below may be rewritten: later appends start anew
             self._records.delete(where={"partition": user_digest})
             for team in set(team_digests):
                 for record in self._records.find({"partition": team}):

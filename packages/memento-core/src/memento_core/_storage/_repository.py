@@ -93,7 +93,9 @@ class Repository:
         self._cache: OrderedDict[str, MemoryItem] = OrderedDict()
         self._cache_lock = threading.Lock()
         self._cache_generation = 0
-        self.directory = PartitionDirectory(self.side_records("partitions"), chroma.meta)
+        self.directory = PartitionDirectory(
+            self.side_records("partitions"), chroma.meta, sole_writer=not self.shared
+        )
         """Which memories each partition holds (``_directory``)."""
         if info.created:
             self.directory.mark_complete()

@@ -1,0 +1,193 @@
+"""Where one write's time goes: Chroma calls, embedding and the rest, per memory, on each path.
+
+Writes memories one at a time (as an agent writes one per turn) into a fresh embedded store
+with the default ONNX embedder, through core's ``remember`` and through each adapter's single
+write (LangGraph ``MementoStore.put``, the LlamaIndex block's ``aput`` of one message, AutoGen
+``MementoMemory.add``). Every call a Chroma collection answers is counted and timed (by
+collection and method), and so is the embedder; what is left is Python in Memento and the
+framework. A warm-up write comes first (the model loads, the collections open).
+
+    HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/write_profile.py [--writes N]
+
+Not a published benchmark: a profile for finding what a write costs. Prints a table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import offline_single_thread
+
+offline_single_thread()
+
+import chromadb.api.models.Collection as chroma_collection  # noqa: E402
+
+from memento_core import Memento, Scope  # noqa: E402
+
+TEXTS = [
+    f"[turn {n}] Caroline said she went to the LGBTQ support group on day {n} and it was "
+    f"powerful; Melanie asked about painting number {n} and the lake sunrise."
+    for n in range(10_000)
+]
+METHODS = ("add", "upsert", "update", "get", "delete", "query", "count")
+
+
+class Counter:
+    """Calls and seconds per (collection suffix, method), and embedding time."""
+
+    def __init__(self) -> None:
+        self.calls: dict[str, int] = defaultdict(int)
+        self.seconds: dict[str, float] = defaultdict(float)
+
+    def reset(self) -> None:
+        self.calls.clear()
+        self.seconds.clear()
+
+
+@contextmanager
+def counted(counter: Counter, store: Memento) -> Iterator[None]:
+    """Count every Chroma collection call and the embedder's encoding while inside."""
+    originals: dict[str, Callable[..., Any]] = {}
+    cls = chroma_collection.Collection
+    for method in METHODS:
+        original = getattr(cls, method)
+        originals[method] = original
+
+        def wrapper(self: Any, *args: Any, _m: str = method, _o: Any = original, **kw: Any) -> Any:
+            key = f"{self.name.split('_', 1)[-1]}.{_m}"
+            start = time.perf_counter()
+            try:
+                return _o(self, *args, **kw)
+            finally:
+                counter.calls[key] += 1
+                counter.seconds[key] += time.perf_counter() - start
+
+        setattr(cls, method, wrapper)
+    embedder: Any = store.embedder
+    inner = getattr(embedder, "_inner", None) or getattr(embedder, "inner", None) or embedder
+    encode = inner.embed_documents
+
+    def timed_encode(texts: list[str]) -> Any:
+        start = time.perf_counter()
+        try:
+            return encode(texts)
+        finally:
+            counter.calls["embed"] += 1
+            counter.seconds["embed"] += time.perf_counter() - start
+
+    inner.embed_documents = timed_encode
+    try:
+        yield
+    finally:
+        for method, original in originals.items():
+            setattr(cls, method, original)
+        del inner.embed_documents
+
+
+def profile(name: str, store: Memento, write: Callable[[int], None], writes: int) -> None:
+    counter = Counter()
+    write(0)  # warm-up: model, collections, partition records
+    times = []
+    with counted(counter, store):
+        for n in range(1, writes + 1):
+            start = time.perf_counter()
+            write(n)
+            times.append(time.perf_counter() - start)
+    total = sum(times)
+    p50 = statistics.median(times) * 1000
+    print(f"\n{name}: p50 {p50:.1f} ms, mean {total / writes * 1000:.1f} ms, {writes} writes")
+    accounted = 0.0
+    for key in sorted(counter.calls, key=lambda k: -counter.seconds[k]):
+        per = counter.seconds[key] / writes * 1000
+        accounted += counter.seconds[key]
+        print(f"  {key:28} {counter.calls[key] / writes:5.2f} calls  {per:6.2f} ms per write")
+    rest = (total - accounted) / writes * 1000
+    print(f"  {'(everything else)':28} {'':11} {rest:6.2f} ms per write")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--writes", type=int, default=100)
+    parser.add_argument("--paths", default="core,langgraph,llamaindex,autogen")
+    args = parser.parse_args()
+    paths = args.paths.split(",")
+    print(f"load average at start: {[round(x, 2) for x in os.getloadavg()]}")
+    with tempfile.TemporaryDirectory() as tmp:
+        store = Memento.open(os.path.join(tmp, "store"))
+        # One event loop for every async write, as an application has: a loop per write
+        # would time loop and worker-thread start-up.
+        loop = asyncio.new_event_loop()
+        scope = Scope(user_id="u")
+        offset = 0
+
+        def text(n: int) -> str:
+            return TEXTS[offset + n]
+
+        if "core" in paths:
+            profile(
+                "core remember",
+                store,
+                lambda n: store.remember(text(n), scope=scope),
+                args.writes,
+            )
+            offset += args.writes + 1
+        if "langgraph" in paths:
+            from memento_langgraph import MementoStore
+
+            lg = MementoStore(store)
+            profile(
+                "langgraph MementoStore.put",
+                store,
+                lambda n: lg.put(("u", "memories"), f"k{offset + n}", {"text": text(n)}),
+                args.writes,
+            )
+            offset += args.writes + 1
+        if "llamaindex" in paths:
+            from llama_index.core.base.llms.types import ChatMessage
+
+            from memento_llamaindex import MementoMemoryBlock
+
+            block = MementoMemoryBlock(store=store, user_id="u")
+            profile(
+                "llamaindex MementoMemoryBlock.aput (one message)",
+                store,
+                lambda n: loop.run_until_complete(
+                    block.aput([ChatMessage(role="user", content=text(n))])
+                ),
+                args.writes,
+            )
+            offset += args.writes + 1
+        if "autogen" in paths:
+            from autogen_core.memory import MemoryContent
+
+            from memento_autogen import MementoMemory, MementoMemoryConfig
+
+            memory = MementoMemory(MementoMemoryConfig(user_id="u"), store=store)
+            profile(
+                "autogen MementoMemory.add",
+                store,
+                lambda n: loop.run_until_complete(
+                    memory.add(MemoryContent(content=text(n), mime_type="text/plain"))
+                ),
+                args.writes,
+            )
+        store.close()
+        loop.close()
+    print(f"load average at end: {[round(x, 2) for x in os.getloadavg()]}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
