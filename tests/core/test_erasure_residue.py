@@ -61,6 +61,8 @@ def test_hard_forget_leaves_no_id_in_the_feed_or_the_directory(
         for viewer in (ZELDA, KEPT, Scope()):
             mem.recall("key gate bridge", scope=viewer)  # partitions loaded and listed
         mem.forget(zelda[0], hard=True, scope=ZELDA)
+        # Later writes to the same partitions append to the writer's records: not the id.
+        mem.remember("Zelda's second key is in the well", scope=ZELDA, privacy="team")
         raw = _raw(store_factory, mem)
         for name, text in raw.items():
             assert zelda[0] not in text, name

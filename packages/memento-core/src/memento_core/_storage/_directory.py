@@ -243,6 +243,7 @@ class PartitionDirectory:
         memory). A record left empty stays: a base counts its records."""
         gone = set(erased)
         with self._lock:
+            self._open.clear()  # the records below may be rewritten: later appends start anew
             for record in self._records.naming([json.dumps(i) for i in gone]):
                 listed = json.loads(record.document)
                 kept = [i for i in listed if i not in gone]
