@@ -446,13 +446,16 @@ def export_records(engine: Engine, memory_ids: Sequence[str]) -> list[dict[str, 
     ]
 
 
+def change_metadata(change: MemoryChange) -> dict[str, Any]:
+    """The log record's metadata of an imported change."""
+    entry = Entry(change.memory_id, change.kind, change.before, change.after, change.related)
+    return _metadata(entry, change.seq, change.actor, change.at)
+
+
 def import_records(engine: Engine, changes: Sequence[MemoryChange]) -> dict[str, dict[str, Any]]:
     """Write imported log records; returns each memory's head, to commit with the memory."""
     ids = [_record_id(c.memory_id, c.seq) for c in changes]
-    metadatas = [
-        _metadata(Entry(c.memory_id, c.kind, c.before, c.after, c.related), c.seq, c.actor, c.at)
-        for c in changes
-    ]
+    metadatas = [change_metadata(c) for c in changes]
     records = _log(engine)
     for start in range(0, len(ids), 1_000):
         records.put(ids[start : start + 1_000], [""] * len(ids[start : start + 1_000]),

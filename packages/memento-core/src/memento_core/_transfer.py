@@ -40,6 +40,7 @@ from memento_core._model import (
     parse_enum,
 )
 from memento_core._storage import (
+    check_storable,
     event_metadata,
     item_metadata,
     link_id,
@@ -454,13 +455,15 @@ def import_ndjson(
     return {**counts, "changes": len(changes)} if changes else counts  # as before without
 
 
-def _check_storable(parsed: MemoryItem | Link | FeedbackEvent) -> None:
+def _check_storable(parsed: MemoryItem | Link | FeedbackEvent | MemoryChange) -> None:
     if isinstance(parsed, MemoryItem):
         item_metadata(parsed, "")
     elif isinstance(parsed, Link):
         link_metadata(parsed)
-    else:
+    elif isinstance(parsed, FeedbackEvent):
         event_metadata(parsed)
+    else:
+        check_storable(history.change_metadata(parsed))
 
 
 def restore_records(

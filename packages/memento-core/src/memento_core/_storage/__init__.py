@@ -19,6 +19,7 @@ from memento_core._storage._lock import release as release_write_lock
 from memento_core._storage._records import (
     EPOCH,
     NEVER,
+    check_storable,
     event_from_record,
     event_metadata,
     from_micros,
@@ -58,6 +59,7 @@ __all__ = [
     "SideRecords",
     "StoreInfo",
     "acquire_write_lock",
+    "check_storable",
     "event_from_record",
     "event_metadata",
     "from_micros",
