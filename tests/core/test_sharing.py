@@ -237,6 +237,38 @@ def test_a_read_only_process_sees_remembers_forgets_and_erasures_of_the_writer(
         assert [i.content for i in mem.items()] == []  # the reader wrote nothing
 
 
+def _recall_ids_until(mem: Memento, query: str, memory_id: str) -> list[str]:
+    deadline = time.monotonic() + CATCH_UP_SECONDS
+    while True:
+        ids = [h.item.id for h in mem.recall(query, scope=ANN)]
+        if memory_id in ids or time.monotonic() > deadline:
+            return ids
+        time.sleep(0.05)
+
+
+def test_writes_made_while_this_process_did_not_hold_the_lock_reach_its_index(
+    store_path: Path, tmp_path: Path
+) -> None:
+    # A process that takes the lock stops reading the feed once it has read it; writes made by
+    # another process before it took the lock, or after it let the lock go, must still show.
+    reader = Memento.open(store_path, embedder=HashEmbedder(), read_only=True)
+    try:
+        assert reader.recall("parking spot", scope=ANN) == []  # ann's partitions loaded
+        child = ChildStore(store_path, "write", tmp_path / "first.log")
+        before = child.ask(do="remember", text="Ann parks in spot B7.", user="ann")["id"]
+        child.close()  # the child's lock goes with it
+        with Memento.open(store_path, embedder=HashEmbedder()) as writer:
+            assert before in _recall_ids_until(writer, "parking spot", before)
+            own = writer.remember("Ann's parking permit renews in May.", scope=ANN)
+            assert own in [h.item.id for h in writer.recall("parking permit", scope=ANN)]
+        child = ChildStore(store_path, "write", tmp_path / "second.log")
+        after = child.ask(do="remember", text="Ann moved to parking spot C3.", user="ann")["id"]
+        child.close()
+        assert after in _recall_ids_until(reader, "parking spot", after)
+    finally:
+        reader.close()
+
+
 def test_in_process_read_only_instances_refuse_writes_and_harm_nothing(store_path: Path) -> None:
     with Memento.open(store_path, embedder=HashEmbedder()) as writer:
         kept = writer.remember("Kept safe.", scope=ANN)

@@ -11,8 +11,9 @@ instance of one store in a process (``_Shared``), so a write through one instanc
 next recall of any other at once. Other processes' writes reach it through the store's change
 feed: before a recall the engine reads the feed entries it has not applied (at most every
 ``FRESHNESS`` seconds) and re-reads the memories they name that belong in a loaded partition.
-An embedded store has one writing process (``_storage._lock``); a read-only process cannot read
-vectors another process wrote after it opened, so it embeds their text again.
+An embedded store has one writing process (``_storage._lock``): once the process holding its lock
+has read the feed, it stops reading it (every later entry is its own). A read-only process cannot
+read vectors another process wrote after it opened, so it embeds their text again.
 """
 
 from __future__ import annotations
@@ -92,6 +93,8 @@ class _Shared:
         self.chroma = chroma
         self.repository = repository
         self.engines = 0  # open instances; the last to close closes the client
+        self.writers = 0  # open writing instances of an embedded store: they hold its lock
+        self.alone = False  # the feed has been read since the lock was taken: no one else writes
         self.lock = threading.RLock()
         self.partitions = PartitionedIndex(budget_bytes)
         self.started = False
@@ -146,6 +149,8 @@ def open_shared(
             partitions = shared.partitions
             partitions.budget_bytes = max(partitions.budget_bytes, budget_bytes)
         shared.engines += 1
+        if writer and shared.chroma.directory is not None:
+            shared.writers += 1
         return shared
 
 
@@ -153,6 +158,9 @@ def close_shared(shared: _Shared, *, writer: bool) -> None:
     with _SHARED_GUARD:
         if writer and shared.chroma.directory is not None:
             release_write_lock(shared.chroma.directory)
+            with shared.lock:  # a catch-up in flight must not find the lock still held
+                shared.writers -= 1
+                shared.alone = shared.alone and shared.writers > 0
         shared.engines -= 1
         if shared.engines == 0:
             shared.chroma.close()
@@ -405,7 +413,9 @@ class Engine:
             if not force and time.monotonic() - shared.polled < FRESHNESS:
                 return
             now = to_micros(utcnow())
-            if now - shared.since > FEED_RETENTION_US // 2:
+            if shared.alone:
+                pass  # this process holds the embedded store's lock: every entry is its own
+            elif now - shared.since > FEED_RETENTION_US // 2:
                 # Idle past the feed's retention: entries may be gone; start again from empty.
                 shared.partitions.clear()
                 self.store.forget_cached()
@@ -413,7 +423,12 @@ class Engine:
                 shared.since = now - OVERLAP_US
                 self.hotwords_changed()
             else:
-                self._apply_changes(self.store.changes_since(shared.since - OVERLAP_US))
+                # Read (under the lock, if this process holds it) what others wrote before.
+                writers = shared.writers
+                self._apply_changes(
+                    self.store.changes_since(shared.since - OVERLAP_US, known=shared.applied)
+                )
+                shared.alone = writers > 0 and shared.writers > 0
             shared.polled = time.monotonic()
             if not self.read_only and time.monotonic() - shared.pruned > PRUNE_EVERY:
                 shared.pruned = time.monotonic()

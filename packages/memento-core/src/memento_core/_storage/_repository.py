@@ -12,7 +12,7 @@ import json
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -627,10 +627,13 @@ class Repository:
         self.changes.add([change.id], [json.dumps(document)], [{"at": change.at, "op": change.op}])
         return change
 
-    def changes_since(self, at: int) -> list[Change]:
-        """Change-feed entries stamped at or after ``at`` (microseconds), oldest first."""
+    def changes_since(self, at: int, *, known: Container[str] = ()) -> list[Change]:
+        """Change-feed entries stamped at or after ``at`` (microseconds), oldest first, but
+        those whose ids are ``known``: a reader re-reads a window of the feed on every look,
+        so it lists the window's ids and reads only the entries it has not applied."""
+        wanted = [i for i in self.changes.ids({"at": {"$gte": at}}) if i not in known]
         changes = []
-        for record in self.changes.find({"at": {"$gte": at}}):
+        for record in sorted(self.changes.get(wanted), key=lambda r: r.id):
             named = json.loads(record.document)
             if isinstance(named, list):  # an older writer's entry: ids only
                 named = {"ids": named}
