@@ -7,6 +7,11 @@ write (LangGraph ``MementoStore.put``, the LlamaIndex block's ``aput`` of one me
 collection and method), and so is the embedder; what is left is Python in Memento and the
 framework. A warm-up write comes first (the model loads, the collections open).
 
+The ``floor`` path, first, is what no write path can go below on this disk: the embedding of
+one text, then bare ``chromadb`` calls beside the store — one ``add`` of a record shaped like a
+memory (its vector, document and ~20 metadata fields) and one of a record shaped like a
+change-feed entry — each its own durable commit, as every Chroma write is.
+
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/write_profile.py [--writes N]
 
 Not a published benchmark: a profile for finding what a write costs. Prints a table.
@@ -117,10 +122,54 @@ def profile(name: str, store: Memento, write: Callable[[int], None], writes: int
     print(f"  {'(everything else)':28} {'':11} {rest:6.2f} ms per write")
 
 
+MEMORY_LIKE = {
+    "type": "episodic", "user_id": "u", "agent_id": "", "project_id": "", "session_id": "",
+    "privacy": "private", "source": "chat", "importance": 0.5, "pinned": False,
+    "created_at": 1_764_000_000_000_000, "updated_at": 1_764_000_000_000_000,
+    "last_accessed_at": 0, "access_count": 0, "expires_at": 0, "deleted_at": 0,
+    "text_hash": "0" * 32, "tags": "", "hotwords": "", "title": "", "follows": "",
+}  # fmt: skip
+"""Metadata of the size and kinds a memory record carries."""
+
+
+def floor(store: Memento, root: str, writes: int) -> None:
+    """The embedding and two bare Chroma writes per memory, p50 of each, in this run."""
+    import chromadb
+
+    client = chromadb.PersistentClient(path=os.path.join(root, "floor"))
+    items = client.create_collection("floor_items", embedding_function=None)
+    feed = client.create_collection("floor_changes", embedding_function=None)
+    embed = store.embedder.embed_documents
+    took: dict[str, list[float]] = defaultdict(list)
+    for n in range(writes + 1):
+        text = TEXTS[-1 - n]  # texts no other path writes: nothing cached
+        start = time.perf_counter()
+        vector = [float(x) for x in embed([text])[0]]
+        took["embed one text"].append(time.perf_counter() - start)
+        start = time.perf_counter()
+        items.add(ids=[f"m{n}"], embeddings=[vector], documents=[text], metadatas=[MEMORY_LIKE])
+        took["chroma add, a memory-like record"].append(time.perf_counter() - start)
+        start = time.perf_counter()
+        feed.add(
+            ids=[f"{n:020d}"],
+            embeddings=[[1.0]],
+            documents=[f'{{"ids": ["m{n}"], "partitions": [["abc"]]}}'],
+            metadatas=[{"at": n, "op": "put"}],
+        )
+        took["chroma add, a feed-entry-like record"].append(time.perf_counter() - start)
+    p50 = {name: statistics.median(values[1:]) * 1000 for name, values in took.items()}
+    print(f"\nfloor (bare chromadb beside the store), {writes} writes, p50 ms:")
+    for name, value in p50.items():
+        print(f"  {name:40} {value:6.2f}")
+    one, two = sum(list(p50.values())[:2]), sum(p50.values())
+    print(f"  {'embed + the memory: one commit':40} {one:6.2f}")
+    print(f"  {'embed + the memory + a feed entry':40} {two:6.2f}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--writes", type=int, default=100)
-    parser.add_argument("--paths", default="core,langgraph,llamaindex,autogen")
+    parser.add_argument("--paths", default="floor,core,langgraph,llamaindex,autogen")
     args = parser.parse_args()
     paths = args.paths.split(",")
     print(f"load average at start: {[round(x, 2) for x in os.getloadavg()]}")
@@ -135,6 +184,8 @@ def main() -> int:
         def text(n: int) -> str:
             return TEXTS[offset + n]
 
+        if "floor" in paths:
+            floor(store, tmp, args.writes)
         if "core" in paths:
             profile(
                 "core remember",

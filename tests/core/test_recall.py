@@ -619,3 +619,44 @@ def test_keyword_stems_are_right_when_threads_tokenise_at_once() -> None:
         thread.join()
     assert errors == []
     assert [found[n] for n in range(len(words))] == expected
+
+
+def test_recalls_in_threads_beside_updates_of_the_same_memories_never_fail(mem: Memento) -> None:
+    # A memory rewritten while a recall ranks it was once briefly out of the index: the recall
+    # raised KeyError. Tiny switch intervals make threads interleave inside those steps.
+    import sys
+    import threading
+
+    scope = Scope(user_id="ann")
+    topics = ["garden", "piano", "harbour", "lantern", "violin", "orchard"]
+    ids_ = mem.remember_many(
+        [MemoryDraft(f"Ann's {t} note number {n}.", scope=scope) for t in topics for n in range(5)]
+    )
+    errors: list[BaseException] = []
+    done = threading.Event()
+
+    def rewrite() -> None:
+        n = 0
+        while not done.is_set():
+            memory_id = ids_[n % len(ids_)]
+            # Long texts: indexing one takes milliseconds, the window the race needed.
+            long = " ".join(f"{topics[(n + k) % 6]} word{k}" for k in range(2000))
+            try:
+                mem.update(memory_id, content=f"Ann's {topics[n % 6]} note {n}: {long}")
+            except BaseException as err:  # reported below
+                errors.append(err)
+            n += 1
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    writer = threading.Thread(target=rewrite)
+    writer.start()
+    try:
+        for n in range(300):
+            found = mem.recall(f"{topics[n % 6]} note", scope=scope, limit=5)
+            assert found and all(r.item.id in ids_ for r in found)
+    finally:
+        done.set()
+        writer.join()
+        sys.setswitchinterval(interval)
+    assert errors == []

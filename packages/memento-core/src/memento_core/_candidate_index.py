@@ -412,9 +412,10 @@ class CandidateIndex:
             return [(self._ids[visible[i]], float(similarity[i])) for i in best]
 
     def vector(self, memory_id: str) -> Any:
-        """The memory's unit vector (KeyError when it is not in the index)."""
+        """The memory's unit vector; None when it is not in the index."""
         with self._lock:
-            return self._rows.row(self._index_of[memory_id])
+            position = self._index_of.get(memory_id)
+            return None if position is None else self._rows.row(position)
 
     def _visible_mask(self, viewer_user: str | None, viewer_project: str | None) -> Any:
         import numpy as np

@@ -193,13 +193,17 @@ class PartitionedIndex:
             indexed = []
             for entry in entries:
                 memory_id, _, visibility, _ = entry
-                self._remove(memory_id)
+                for key in self._keys_of.pop(memory_id, ()):
+                    self._members[key].discard(memory_id)
                 keys = tuple(k for k in partitions_of(visibility) if k in self._members)
                 if keys:
                     indexed.append(entry)
                     self._keys_of[memory_id] = keys
                     for key in keys:
                         self._members[key].add(memory_id)
+                else:
+                    self.index.remove(memory_id)
+            # One that stays is replaced in one step: a recall never finds it missing.
             self.index.add_many(indexed)
 
     def put(self, entry: Entry) -> None:

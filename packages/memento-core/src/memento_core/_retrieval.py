@@ -176,6 +176,8 @@ def candidates(
     for memory_id in [*similarity, *keyword_scores]:
         if memory_id in admitted and memory_id not in scored:
             vector = index.vector(memory_id)
+            if vector is None:  # left the index since it was found (forgotten meanwhile)
+                continue
             cosine = similarity.get(memory_id)
             if cosine is None:  # a keyword hit beyond the nearest ones
                 cosine = float(vector @ query_unit)
