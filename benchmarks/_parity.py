@@ -3,7 +3,9 @@ held against (issue 35's bounds). Not a benchmark itself.
 
 ``CoreReference.run`` does to one LoCoMo conversation what ``locomo.py`` does (one memory per
 turn in the user's scope, the session date as ``created_at``, ``recall(limit=10)`` per
-question), and also writes the first ``single`` turns one at a time with ``remember`` into a
+question; or, for an adapter whose reads put memories into a prompt, ``memory_injection`` with
+the same limit and no token cut, which counts each memory injected as a use where ``recall``
+counts an access), and also writes the first ``single`` turns one at a time with ``remember`` into a
 second store, as an agent writes one memory per turn. ``one_at_a_time`` times any single-write
 call the same way, for the adapters.
 """
@@ -49,8 +51,11 @@ def single_summary(took_ms: Sequence[float]) -> dict[str, float]:
 
 @dataclass
 class CoreReference:
-    """Core's figures over the same conversations as the adapter's."""
+    """Core's figures over the same conversations as the adapter's; ``injection``: query with
+    ``memory_injection`` (an adapter that injects, like LlamaIndex's memory block), not
+    ``recall``."""
 
+    injection: bool = False
     scores: Scores = field(default_factory=Scores)
     batched: list[tuple[int, float]] = field(default_factory=list)
     """Per conversation: turns and ``remember_many`` seconds."""
@@ -75,9 +80,9 @@ class CoreReference:
                     turns_of.setdefault(memory_id, []).append(turn.dia_id)
                 for question in conversation.questions:
                     started = time.perf_counter()
-                    found = mem.recall(question.text, scope=scope, limit=10)
+                    found = self._query(mem, question.text, scope)
                     self.query_ms.append(1000 * (time.perf_counter() - started))
-                    self.scores.add(question, [d for r in found for d in turns_of[r.item.id]])
+                    self.scores.add(question, [d for i in found for d in turns_of[i]])
             # A store of its own and a fresh embedding cache: every write embeds its text.
             with Memento.open(Path(tmp) / "single", embedder=embedder) as mem:
                 mem.remember("warm-up: open the collections", scope=Scope(user_id="warm-up"))
@@ -88,10 +93,18 @@ class CoreReference:
                     min(single, len(drafts)),
                 )
 
+    def _query(self, mem: Memento, text: str, scope: Scope) -> list[str]:
+        """The ids of the memories found for ``text``, best first."""
+        if self.injection:
+            injected = mem.memory_injection(text, scope=scope, limit=10, token_budget=10**6)
+            return [item.id for item in injected.items]
+        return [r.item.id for r in mem.recall(text, scope=scope, limit=10)]
+
     def summary(self) -> dict[str, Any]:
         items = sum(n for n, _ in self.batched)
         seconds = sum(s for _, s in self.batched)
         return {
+            "query": "memory_injection" if self.injection else "recall",
             "retrieval": self.scores.summary(),
             "remember_many_per_s": round(items / seconds, 1) if seconds else 0.0,
             "single": single_summary(self.single_ms),
@@ -108,8 +121,11 @@ def parity_markdown(adapter: str, ours: dict[str, Any], core: dict[str, Any]) ->
     batched = (
         ours["batched_per_s"] / core["remember_many_per_s"] if core["remember_many_per_s"] else 0
     )
+    query = core.get("query", "recall")
     return [
         f"## {adapter} against core, same run",
+        "",
+        f"Core queries with `{query}` (limit 10) and writes with `remember_many`.",
         "",
         "| measure | adapter | core | bound |",
         "|---|---:|---:|---|",

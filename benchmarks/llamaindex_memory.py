@@ -5,7 +5,9 @@ per dialogue turn, and both embed with the same all-MiniLM-L6-v2 instance (core'
 ``OnnxEmbedder``, wrapped as a LlamaIndex ``BaseEmbedding`` for the index; no download):
 
 - Memento: ``MementoMemoryBlock.aput`` with the turns as ``Memory`` would flush them (chunks of
-  ``--flush`` user messages, each carrying its session date as ``created_at``), then
+  about ``--flush-tokens`` tokens, ``Memory``'s default ``token_flush_size``, counted with
+  Memento's WordPiece counter; user messages, each carrying its session date as
+  ``created_at``), then
   ``MementoMemoryBlock.aget`` with the question as the newest user message; the block's text
   lists the memories best first and is mapped back to the turns.
 - LlamaIndex: ``VectorStoreIndex.insert_nodes`` with the same chunks (one ``TextNode`` per turn),
@@ -19,12 +21,14 @@ measures write latency per flushed chunk, writes per second, and query latency (
 included).
 
 Beside LlamaIndex's index it holds the block against core in the same run (``_parity``):
-R@5/R@10 of core's ``recall``, one message per ``aput`` (the first ``--single`` turns of each
-conversation, on a fresh store) against core's ``remember``, flushed chunks against core's
+R@5/R@10 of core's ``memory_injection`` (what the block's ``aget`` is: its text goes into the
+prompt, so each memory in it counts as a use, where ``recall`` counts an access), one message
+per ``aput`` (the first ``--single`` turns of each conversation, on a fresh store) against
+core's ``remember``, flushed chunks against core's
 ``remember_many``, and query p50 against core's.
 
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/llamaindex_memory.py [--conversations N]
-        [--flush N] [--single N]
+        [--flush-tokens N] [--single N]
 
 The data is read from ``--data`` (default ``../shared/bench/locomo10.json`` next to the
 repository, or ``$LOCOMO_PATH``), never copied.
@@ -51,6 +55,7 @@ from llama_index.core import VectorStoreIndex
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.base.llms.types import ChatMessage, MessageRole
 from llama_index.core.bridge.pydantic import PrivateAttr
+from llama_index.core.memory.memory import DEFAULT_FLUSH_SIZE
 from llama_index.core.schema import TextNode
 from rich.console import Console
 
@@ -68,7 +73,7 @@ from locomo import (
     percentile,
 )
 
-from memento_core import Embedder, Memento, OnnxEmbedder
+from memento_core import Embedder, Memento, OnnxEmbedder, WordPieceCounter
 from memento_core._injection import HEADER
 from memento_llamaindex import MementoMemoryBlock
 
@@ -127,8 +132,20 @@ class Measures:
         }
 
 
-def chunks(items: Sequence[Any], size: int) -> list[Sequence[Any]]:
-    return [items[n : n + size] for n in range(0, len(items), size)]
+def flushes(turns: Sequence[Any], tokens: int) -> list[Sequence[Any]]:
+    """The turns in the chunks ``Memory`` flushes: oldest first, each chunk closed once it
+    holds ``tokens`` tokens (``Memory._manage_queue`` stops adding at its flush size)."""
+    counter = WordPieceCounter()
+    parts: list[Sequence[Any]] = []
+    start, held = 0, 0
+    for n, turn in enumerate(turns):
+        held += counter.count(turn.text)
+        if held >= tokens:
+            parts.append(turns[start : n + 1])
+            start, held = n + 1, 0
+    if start < len(turns):
+        parts.append(turns[start:])
+    return parts
 
 
 def block_contents(text: str) -> list[str]:
@@ -144,7 +161,7 @@ async def run_memento(
 ) -> None:
     block = MementoMemoryBlock(store=store, user_id=USER, recall_limit=K, token_budget=10**6)
     turns_of: dict[str, list[str]] = {}
-    for part in chunks(conversation.turns, flush):
+    for part in flushes(conversation.turns, flush):
         messages = [
             ChatMessage(
                 role=MessageRole.USER,
@@ -206,7 +223,7 @@ async def run_index(
     advance: Any,
 ) -> None:  # fmt: skip
     index = VectorStoreIndex(nodes=[], embed_model=embedding)
-    for part in chunks(conversation.turns, flush):
+    for part in flushes(conversation.turns, flush):
         nodes = [TextNode(id_=turn.dia_id, text=turn.text) for turn in part]
         started = time.perf_counter()
         index.insert_nodes(nodes)
@@ -229,7 +246,9 @@ def render_markdown(report: dict[str, Any]) -> str:
         "",
         f"{report['questions_scored']:,} questions (categories 1–4 with evidence) over "
         f"{report['conversations']} conversations, {report['turns']:,} turns, written in chunks "
-        f"of {report['flush']} turns as `Memory` flushes them, one query per question, "
+        f"of about {report['flush_tokens']:,} tokens as `Memory` flushes them by default ("
+        f"{report['turns'] / report['flushes']:.0f} turns a chunk on average), one query per "
+        "question, "
         "all-MiniLM-L6-v2 for both (Memento's default ONNX build). Protocol: "
         "`../shared/bench/README.md`; scoring: `benchmarks/locomo.py`.",
         "",
@@ -262,8 +281,9 @@ def render_markdown(report: dict[str, Any]) -> str:
         *parity_markdown(MEMENTO, systems[MEMENTO], report[CORE]),
         f"{INDEX} in the same run: query p50 {systems[INDEX]['query_ms']['p50']} ms, one node "
         f"inserted at a time p50 {systems[INDEX]['single']['p50_ms']} ms "
-        f"({systems[INDEX]['single']['per_s']}/s). Batched: chunks of {report['flush']} turns "
-        f"(`aput`, as `Memory` flushes). One at a time: the first {report['single']} turns, "
+        f"({systems[INDEX]['single']['per_s']}/s). Batched: chunks of about "
+        f"{report['flush_tokens']:,} tokens (`aput`, as `Memory` flushes). One at a time: the "
+        f"first {report['single']} turns, "
         "one message per `aput`, on a fresh store; core writes the same turns with `remember`.",
         "",
         *report_footer(report),
@@ -277,7 +297,7 @@ async def run(args: argparse.Namespace, console: Console) -> dict[str, Any]:
     embedder.embed_documents(["warm-up: load the model before anything is timed"])
     embedding = MiniLMEmbedding(embedder)
     measures = {MEMENTO: Measures(), INDEX: Measures()}
-    core = CoreReference()
+    core = CoreReference(injection=True)
     wall = time.perf_counter()
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
     work = 2 * sum(len(c.turns) + len(c.questions) for c in conversations)
@@ -293,9 +313,11 @@ async def run(args: argparse.Namespace, console: Console) -> dict[str, Any]:
                 tempfile.TemporaryDirectory(prefix="llamaindex-locomo-") as tmp,
                 Memento.open(Path(tmp) / "memento", embedder=embedder) as store,
             ):
-                await run_memento(conversation, store, measures[MEMENTO], args.flush, advance)
+                await run_memento(
+                    conversation, store, measures[MEMENTO], args.flush_tokens, advance
+                )
             progress.update(task, description=f"{conversation.sample_id} VectorStoreIndex")
-            await run_index(conversation, embedding, measures[INDEX], args.flush, advance)
+            await run_index(conversation, embedding, measures[INDEX], args.flush_tokens, advance)
             progress.update(task, description=f"{conversation.sample_id} one at a time, core")
             await memento_singly(conversation, embedder, measures[MEMENTO], args.single)
             await index_singly(conversation, embedding, measures[INDEX], args.single)
@@ -307,7 +329,8 @@ async def run(args: argparse.Namespace, console: Console) -> dict[str, Any]:
         "conversations": len(conversations),
         "turns": sum(len(c.turns) for c in conversations),
         "questions_scored": measures[MEMENTO].scores.count,
-        "flush": args.flush,
+        "flush_tokens": args.flush_tokens,
+        "flushes": sum(len(flushes(c.turns, args.flush_tokens)) for c in conversations),
         "k": K,
         "single": args.single,
         "systems": {name: m.summary() for name, m in measures.items()},
@@ -319,7 +342,12 @@ async def run(args: argparse.Namespace, console: Console) -> dict[str, Any]:
 def main() -> int:
     parser = arguments(__doc__, locomo=True)
     parser.add_argument("--conversations", type=int, default=None, help="run only the first N")
-    parser.add_argument("--flush", type=int, default=16, help="turns per flushed chunk")
+    parser.add_argument(
+        "--flush-tokens",
+        type=int,
+        default=DEFAULT_FLUSH_SIZE,
+        help="tokens per flushed chunk (Memory's token_flush_size)",
+    )
     parser.add_argument(
         "--single", type=int, default=SINGLE_WRITES, help="turns written one at a time"
     )

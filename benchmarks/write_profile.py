@@ -101,7 +101,7 @@ def counted(counter: Counter, store: Memento) -> Iterator[None]:
         del inner.embed_documents
 
 
-def profile(name: str, store: Memento, write: Callable[[int], None], writes: int) -> None:
+def profile(name: str, store: Memento, write: Callable[[int], object], writes: int) -> None:
     counter = Counter()
     write(0)  # warm-up: model, collections, partition records
     times = []
@@ -112,7 +112,12 @@ def profile(name: str, store: Memento, write: Callable[[int], None], writes: int
             times.append(time.perf_counter() - start)
     total = sum(times)
     p50 = statistics.median(times) * 1000
-    print(f"\n{name}: p50 {p50:.1f} ms, mean {total / writes * 1000:.1f} ms, {writes} writes")
+    half = len(times) // 2
+    halves = [statistics.median(times[:half]) * 1000, statistics.median(times[half:]) * 1000]
+    print(
+        f"\n{name}: p50 {p50:.1f} ms (first half {halves[0]:.1f}, second {halves[1]:.1f}), "
+        f"mean {total / writes * 1000:.1f} ms, {writes} writes"
+    )
     accounted = 0.0
     for key in sorted(counter.calls, key=lambda k: -counter.seconds[k]):
         per = counter.seconds[key] / writes * 1000
@@ -136,7 +141,7 @@ def floor(store: Memento, root: str, writes: int) -> None:
     """The embedding and two bare Chroma writes per memory, p50 of each, in this run."""
     import chromadb
 
-    client = chromadb.PersistentClient(path=os.path.join(root, "floor"))
+    client = chromadb.PersistentClient(path=os.path.join(root, "bare-chroma"))
     items = client.create_collection("floor_items", embedding_function=None)
     feed = client.create_collection("floor_changes", embedding_function=None)
     embed = store.embedder.embed_documents
@@ -160,10 +165,61 @@ def floor(store: Memento, root: str, writes: int) -> None:
     p50 = {name: statistics.median(values[1:]) * 1000 for name, values in took.items()}
     print(f"\nfloor (bare chromadb beside the store), {writes} writes, p50 ms:")
     for name, value in p50.items():
-        print(f"  {name:40} {value:6.2f}")
+        half = len(took[name]) // 2
+        first, second = (
+            statistics.median(v) * 1000 for v in (took[name][1:half], took[name][half:])
+        )
+        print(f"  {name:40} {value:6.2f}  (first half {first:.2f}, second {second:.2f})")
     one, two = sum(list(p50.values())[:2]), sum(p50.values())
     print(f"  {'embed + the memory: one commit':40} {one:6.2f}")
     print(f"  {'embed + the memory + a feed entry':40} {two:6.2f}")
+
+
+PATHS = {
+    "floor": "floor",
+    "core": "core remember",
+    "langgraph": "langgraph MementoStore.put",
+    "llamaindex": "llamaindex MementoMemoryBlock.aput (one message)",
+    "autogen": "autogen MementoMemory.add",
+}
+
+
+def single_write(
+    path: str, store: Memento, scope: Scope, loop: asyncio.AbstractEventLoop, offset: int
+) -> Callable[[int], object] | None:
+    """Write number n of ``path`` (None for the floor, which has its own loop)."""
+
+    def text(n: int) -> str:
+        return TEXTS[offset + n]
+
+    if path == "core":
+        return lambda n: store.remember(text(n), scope=scope)
+    if path == "langgraph":
+        from memento_langgraph import MementoStore
+
+        lg = MementoStore(store)
+        return lambda n: lg.put(("u", "memories"), f"k{offset + n}", {"text": text(n)})
+    if path == "llamaindex":
+        from llama_index.core.base.llms.types import ChatMessage
+
+        from memento_llamaindex import MementoMemoryBlock
+
+        block = MementoMemoryBlock(store=store, user_id="u")
+        return lambda n: loop.run_until_complete(
+            block.aput([ChatMessage(role="user", content=text(n))])
+        )
+    if path == "autogen":
+        from autogen_core.memory import MemoryContent
+
+        from memento_autogen import MementoMemory, MementoMemoryConfig
+
+        memory = MementoMemory(MementoMemoryConfig(user_id="u"), store=store)
+        return lambda n: loop.run_until_complete(
+            memory.add(MemoryContent(content=text(n), mime_type="text/plain"))
+        )
+    if path == "floor":
+        return None
+    raise SystemExit(f"unknown path {path!r}; expected some of {', '.join(PATHS)}")
 
 
 def main() -> int:
@@ -173,69 +229,22 @@ def main() -> int:
     args = parser.parse_args()
     paths = args.paths.split(",")
     print(f"load average at start: {[round(x, 2) for x in os.getloadavg()]}")
+    # One event loop for every async write, as an application has: a loop per write would
+    # time loop and worker-thread start-up.
+    loop = asyncio.new_event_loop()
+    scope = Scope(user_id="u")
     with tempfile.TemporaryDirectory() as tmp:
-        store = Memento.open(os.path.join(tmp, "store"))
-        # One event loop for every async write, as an application has: a loop per write
-        # would time loop and worker-thread start-up.
-        loop = asyncio.new_event_loop()
-        scope = Scope(user_id="u")
-        offset = 0
-
-        def text(n: int) -> str:
-            return TEXTS[offset + n]
-
-        if "floor" in paths:
-            floor(store, tmp, args.writes)
-        if "core" in paths:
-            profile(
-                "core remember",
-                store,
-                lambda n: store.remember(text(n), scope=scope),
-                args.writes,
-            )
-            offset += args.writes + 1
-        if "langgraph" in paths:
-            from memento_langgraph import MementoStore
-
-            lg = MementoStore(store)
-            profile(
-                "langgraph MementoStore.put",
-                store,
-                lambda n: lg.put(("u", "memories"), f"k{offset + n}", {"text": text(n)}),
-                args.writes,
-            )
-            offset += args.writes + 1
-        if "llamaindex" in paths:
-            from llama_index.core.base.llms.types import ChatMessage
-
-            from memento_llamaindex import MementoMemoryBlock
-
-            block = MementoMemoryBlock(store=store, user_id="u")
-            profile(
-                "llamaindex MementoMemoryBlock.aput (one message)",
-                store,
-                lambda n: loop.run_until_complete(
-                    block.aput([ChatMessage(role="user", content=text(n))])
-                ),
-                args.writes,
-            )
-            offset += args.writes + 1
-        if "autogen" in paths:
-            from autogen_core.memory import MemoryContent
-
-            from memento_autogen import MementoMemory, MementoMemoryConfig
-
-            memory = MementoMemory(MementoMemoryConfig(user_id="u"), store=store)
-            profile(
-                "autogen MementoMemory.add",
-                store,
-                lambda n: loop.run_until_complete(
-                    memory.add(MemoryContent(content=text(n), mime_type="text/plain"))
-                ),
-                args.writes,
-            )
-        store.close()
-        loop.close()
+        for n, path in enumerate(paths):
+            # Each path writes into a fresh store of its own, so all write into stores of
+            # the same sizes; texts differ between paths (nothing is cached).
+            with Memento.open(os.path.join(tmp, path)) as store:
+                offset = n * (args.writes + 1)
+                write = single_write(path, store, scope, loop, offset)
+                if write is None:
+                    floor(store, tmp, args.writes)
+                else:
+                    profile(PATHS[path], store, write, args.writes)
+    loop.close()
     print(f"load average at end: {[round(x, 2) for x in os.getloadavg()]}")
     return 0
 

@@ -69,6 +69,15 @@ def test_batches_come_back_in_the_order_given(embedder: Embedder) -> None:
     np.testing.assert_allclose(reversed_rows, one_by_one, atol=1e-5)
 
 
+def test_many_texts_of_mixed_lengths_embed_as_each_would_alone(embedder: Embedder) -> None:
+    # Batches are cut by tokens, padding included: long texts go a few at a time, short ones
+    # many; every row must still be its own text's vector, in the order given.
+    texts = [f"note {n}: " + "the tide came in over the rocks " * (n % 9) for n in range(60)]
+    texts[17] = LONG
+    one_by_one = np.stack([embedder.embed_query(t) for t in texts])
+    np.testing.assert_allclose(embedder.embed_documents(texts), one_by_one, atol=1e-5)
+
+
 def test_no_texts_give_an_empty_matrix(embedder: Embedder) -> None:
     assert embedder.embed_documents([]).shape == (0, 384)
 

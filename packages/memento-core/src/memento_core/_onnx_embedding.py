@@ -36,6 +36,12 @@ _FILES = {
 DIMENSION = 384
 # sentence-transformers' max_seq_length for this model: longer texts are cut, as there.
 MAX_TOKENS = 256
+BATCH_TOKENS = 512
+"""A batch holds at most this many tokens, padding included (and ``batch_size`` texts): on two
+cores, batches of ~512 tokens embedded LoCoMo's turns 1.2x as fast as batches of 64 texts, and
+chunks of 52 turns (what LlamaIndex's ``Memory`` flushes) 2x as fast (``tmp`` micro-test of
+2026-11-28, load 0.4: 150 against 120 texts/s, 137 against 68). Padding does not change a
+vector: the attention mask hides it."""
 
 
 def onnx_models() -> tuple[str, ...]:
@@ -85,9 +91,10 @@ class _Runtime:
         lengths = np.array([len(e.ids) for e in encodings])
         order = np.argsort(-lengths, kind="stable")  # longest first: little padding per batch
         out = np.empty((len(texts), DIMENSION), dtype=np.float32)
-        for start in range(0, len(order), batch_size):
-            rows = order[start : start + batch_size]
-            width = int(lengths[rows[0]])
+        start = 0
+        while start < len(order):
+            width = int(lengths[order[start]])
+            rows = order[start : start + max(1, min(batch_size, BATCH_TOKENS // width))]
             ids = np.zeros((len(rows), width), dtype=np.int64)
             mask = np.zeros((len(rows), width), dtype=np.int64)
             for i, row in enumerate(rows):
@@ -99,6 +106,7 @@ class _Runtime:
                 {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)},
             )
             out[rows] = vectors
+            start += len(rows)
         return out
 
 
