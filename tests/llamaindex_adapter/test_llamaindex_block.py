@@ -53,6 +53,23 @@ async def test_the_block_recalls_for_the_newest_user_message_and_adds_nothing_wi
     assert await block.aget([]) == ""
 
 
+async def test_what_the_block_puts_into_the_prompt_counts_as_a_use_as_in_core(
+    store: Memento, embedder: Embedder, tmp_path: Path
+) -> None:
+    # aget's text goes into the prompt: each memory in it is used once, as core's
+    # memory_injection counts (recall counts an access only); without usage tracking, nothing.
+    shed = store.remember("Mina keeps her bicycle in the blue shed.", scope=Scope(user_id="mina"))
+    block = MementoMemoryBlock(store=store, user_id="mina")
+    for _ in range(2):
+        assert "blue shed" in await block.aget([user("Where is my bicycle?")])
+    store.memory_injection("Where is my bicycle?", scope=Scope(user_id="mina"))
+    assert store.get(shed).access_count == 3
+    with Memento.open(tmp_path / "untracked", embedder=embedder, track_usage=False) as quiet:
+        kept = quiet.remember("Mina keeps her bicycle in the blue shed.")
+        assert "blue shed" in await MementoMemoryBlock(store=quiet).aget([user("bicycle?")])
+        assert quiet.get(kept).access_count == 0
+
+
 async def test_the_retrieval_context_window_queries_with_the_last_messages(store: Memento) -> None:
     store.remember("The retro moved to Thursday afternoons.")
     store.remember("Parking passes are renewed in March.")
