@@ -138,6 +138,7 @@ def test_many_small_writes_are_merged_and_recall_stays_exact(
     """Every write starts a record that is sealed at once; the next load of the partition
     merges them."""
     monkeypatch.setattr("memento_core._storage._directory.SEAL_AFTER_US", 0)
+    monkeypatch.setattr("memento_core._storage._directory.FOLD_AT", 1)  # each write listed
     with store_factory.open() as mem:
         prefix = mem.collection_prefix
         kept = {mem.remember(d.content, scope=ALICE) for d in _drafts(ALICE, 30)}
@@ -163,8 +164,12 @@ def test_erasing_a_user_leaves_none_of_their_ids_in_the_directory(
         report = mem.erase_user("alice")
         assert len(report.memories) == 12
         listed = {i for ids in _directory_records(store_factory, prefix) for i in ids}
-        assert listed and not listed & set(report.memories)
+        assert not listed & set(report.memories)
         assert not _seen(mem)[BOB] & set(report.memories)
+    # An embedded writer folds its newest writes into the directory at close: the erased
+    # ones, gone from the feed too, are not among them.
+    listed = {i for ids in _directory_records(store_factory, prefix) for i in ids}
+    assert len(listed) == 11 and not listed & set(report.memories)
 
 
 def test_the_command_line_backfills_an_older_store(
@@ -203,10 +208,11 @@ def test_memories_written_one_at_a_time_are_listed_and_found_after_a_reopen(
 
 
 def test_writes_after_an_erasure_do_not_list_the_erased_ids_again(
-    store_factory: StoreFactory,
+    store_factory: StoreFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Bob's team writes append to the record that listed Alice's team memories; after she
     is erased, his next write must not put her ids back."""
+    monkeypatch.setattr("memento_core._storage._directory.FOLD_AT", 1)  # each write listed
     with store_factory.open() as mem:
         prefix = mem.collection_prefix
         for draft in _drafts(ALICE, 3, "team") + _drafts(BOB, 3, "team"):
@@ -226,6 +232,7 @@ def test_an_open_record_takes_a_bounded_number_of_single_writes(
     """Each append rewrites its record whole, so single writes fill small records; a large
     write still goes in one record."""
     monkeypatch.setattr("memento_core._storage._directory.APPEND_AT_MOST", 4)
+    monkeypatch.setattr("memento_core._storage._directory.FOLD_AT", 1)  # each write listed
     with store_factory.open() as mem:
         prefix = mem.collection_prefix
         singles = {mem.remember(d.content, scope=ALICE) for d in _drafts(ALICE, 10)}
@@ -235,3 +242,35 @@ def test_an_open_record_takes_a_bounded_number_of_single_writes(
     with store_factory.open() as mem:
         seen = _seen(mem)
         assert seen[ALICE] == singles and seen[BOB] == batch
+
+
+def test_an_embedded_writer_lists_its_writes_in_the_directory_later_and_loses_none(
+    store_factory: StoreFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An embedded store's writer lets the change feed list its newest writes and folds them
+    into the directory's records every FOLD_AT memories and at close. Meanwhile, and if it
+    never folds (killed), every load still finds them; pruning the feed keeps what is not
+    folded."""
+    if store_factory.mode != "embedded":
+        pytest.skip("a server store's writers list each write at once")
+    monkeypatch.setattr("memento_core._storage._directory.FOLD_AT", 5)
+    with store_factory.open() as mem:
+        prefix = mem.collection_prefix
+        first = {mem.remember(d.content, scope=ALICE) for d in _drafts(ALICE, 7)}
+        listed = {i for ids in _directory_records(store_factory, prefix) for i in ids}
+        assert len(listed) == 5 and listed < first  # folded at the fifth write
+    with store_factory.open() as mem:
+        assert _seen(mem)[ALICE] == first  # folded at close
+        assert {i for ids in _directory_records(store_factory, prefix) for i in ids} == first
+    # A writer that never folds (killed), and a feed pruned of everything it may prune.
+    monkeypatch.setattr(
+        "memento_core._storage._repository.Repository.fold_directory", lambda self: None
+    )
+    monkeypatch.setattr("memento_core._engine.FEED_RETENTION_US", 0)
+    monkeypatch.setattr("memento_core._engine.PRUNE_EVERY", 0.0)
+    with store_factory.open() as mem:
+        later = {mem.remember(d.content, scope=ERIN) for d in _drafts(ERIN, 3)}
+    with store_factory.open() as mem:
+        assert _seen(mem)[ERIN] == later and _seen(mem)[ALICE] == first
+    listed = {i for ids in _directory_records(store_factory, prefix) for i in ids}
+    assert not listed & later  # still listed by the feed alone

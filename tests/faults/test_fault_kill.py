@@ -18,6 +18,7 @@ import pytest
 from _faults import Child, HashEmbedder, seeded
 
 from memento_core import Embedder, LinkType, Memento, MemoryType, Scope
+from memento_core._storage._directory import FOLD_AT
 
 WRITER = Scope(user_id="writer")
 TEMPLATE = "durable memory number {n} about the harbour"
@@ -72,6 +73,29 @@ def test_remember_killed_with_the_real_embedder(
     with Memento.open(path, embedder=embedder) as again:
         assert again.get(after).content == "written after the crash"
         check_acknowledged(again, child.acknowledged)
+
+
+def test_remember_killed_past_a_directory_fold_leaves_every_write_findable(
+    tmp_path: Path, children: list[Child]
+) -> None:
+    """An embedded writer lists its writes in the partition directory every ``FOLD_AT``
+    memories (the feed lists the rest): killed between two folds, a fresh process still
+    recalls every acknowledged write, folded or not."""
+    path = tmp_path / "store"
+    config = {"store": {"path": str(path)}, "embedder": "hash", "job": "remember",
+              "template": TEMPLATE}  # fmt: skip
+    child = Child(config, tmp_path)
+    children.append(child)
+    kill_after(child, "remember-fold", low=FOLD_AT + 5, high=2 * FOLD_AT + 20, delay=0.02)
+
+    with Memento.open(path, embedder=HashEmbedder()) as mem:
+        check_acknowledged(mem, child.acknowledged)
+        found = {
+            hit.item.id
+            for n in child.acknowledged
+            for hit in mem.recall(TEMPLATE.format(n=n), scope=WRITER, limit=1)
+        }
+        assert set(child.acknowledged.values()) <= found
 
 
 @pytest.mark.server

@@ -18,6 +18,7 @@ read vectors another process wrote after it opened, so it embeds their text agai
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import threading
 import time
@@ -249,6 +250,9 @@ class Engine:
             return
         self._closed = True
         self.usage.close()
+        if not self.read_only:
+            with contextlib.suppress(Exception):  # unfolded writes stay listed by the feed
+                self.store.fold_directory()
         close_shared(self._shared, writer=not self.read_only)
 
     def written(self, items: list[MemoryItem]) -> None:

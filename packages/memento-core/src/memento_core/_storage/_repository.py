@@ -93,8 +93,13 @@ class Repository:
         self._cache: OrderedDict[str, MemoryItem] = OrderedDict()
         self._cache_lock = threading.Lock()
         self._cache_generation = 0
+        self._feed_lock = threading.RLock()
+        """Held while an entry is logged and while the directory folds the feed."""
         self.directory = PartitionDirectory(
-            self.side_records("partitions"), chroma.meta, sole_writer=not self.shared
+            self.side_records("partitions"),
+            chroma.meta,
+            sole_writer=not self.shared,
+            feed=self._feed_puts,
         )
         """Which memories each partition holds (``_directory``)."""
         if info.created:
@@ -316,6 +321,7 @@ class Repository:
         another process stored the same content since the caller's check, its record (and any
         pin, feedback or use since) stays. Replacements overwrite.
         """
+        self.directory.before_deferring()
         for write, replace in ((self._items.add, False), (self._items.upsert, True)):
             chosen = [n for n in range(len(items)) if replacing[n] == replace]
             if chosen:
@@ -333,8 +339,29 @@ class Repository:
                 )
         ids = [item.id for item in items]
         self.forget_cached(ids)
-        self.directory.append(ids, partitions)
-        return self.log_change("put", ids, partitions)
+        if not self.directory.defers:
+            self.directory.append(ids, partitions)
+            return self.log_change("put", ids, partitions)
+        with self._feed_lock:
+            change = self.log_change("put", ids, partitions)  # lists them (``_directory``)
+            if self.directory.deferred(len(ids)):
+                self.directory.fold()
+        return change
+
+    def fold_directory(self) -> None:
+        """List the writes the directory holds only as feed entries in its records (a writer
+        of an embedded store that is about to let go of it)."""
+        if self.directory.defers:
+            with self._feed_lock:
+                self.directory.fold()
+
+    def _feed_puts(self, at: int) -> list[tuple[int, tuple[str, ...], tuple[tuple[str, ...], ...]]]:
+        """The feed's ``put`` entries stamped at or after ``at`` (µs), for the directory."""
+        return [
+            (change.at, change.ids, change.partitions)
+            for change in self.changes_since(at)
+            if change.op == "put" and change.partitions
+        ]
 
     def set_fields(
         self, ids: Sequence[str], fields: Mapping[str, Any] | Sequence[Mapping[str, Any]]
@@ -619,6 +646,10 @@ class Repository:
         (an erasure, which names none)."""
         if not ids and not force:
             return None
+        with self._feed_lock:  # stamped and written with no fold in between
+            return self._log(op, ids, partitions)
+
+    def _log(self, op: str, ids: Sequence[str], partitions: Sequence[Sequence[str]]) -> Change:
         at = to_micros(utcnow())
         change = Change(
             f"{at:020d}:{os.urandom(6).hex()}", at, op, tuple(ids), tuple(map(tuple, partitions))
@@ -649,8 +680,12 @@ class Repository:
         return changes
 
     def prune_changes(self, before: int) -> None:
-        """Drop change-feed entries stamped before ``before`` (microseconds)."""
-        self.changes.delete(where={"at": {"$lt": before}})
+        """Drop change-feed entries stamped before ``before`` (microseconds), but none the
+        partition directory has not folded into its records yet."""
+        with self._feed_lock:
+            mark = self.directory.folded_up_to()
+            until = before if mark is None else min(before, mark)
+            self.changes.delete(where={"at": {"$lt": until}})
 
 
 def _escaped(link: Link) -> bool:
