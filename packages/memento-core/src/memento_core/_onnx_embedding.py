@@ -37,11 +37,10 @@ DIMENSION = 384
 # sentence-transformers' max_seq_length for this model: longer texts are cut, as there.
 MAX_TOKENS = 256
 BATCH_TOKENS = 512
-"""A batch holds at most this many tokens, padding included (and ``batch_size`` texts): on two
-cores, batches of ~512 tokens embedded LoCoMo's turns 1.2x as fast as batches of 64 texts, and
-chunks of 52 turns (what LlamaIndex's ``Memory`` flushes) 2x as fast (``tmp`` micro-test of
-2026-11-28, load 0.4: 150 against 120 texts/s, 137 against 68). Padding does not change a
-vector: the attention mask hides it."""
+"""A batch holds at most this many tokens, padding included (and ``batch_size`` texts). On
+LoCoMo's turns, one thread: 87.0 texts/s, against 71.0 in batches of 64 texts (padded to their
+longest), and 78.7 handed over 52 at a time (``benchmarks/results/embedders.md``). Padding
+does not change a vector: the attention mask hides it."""
 
 
 def onnx_models() -> tuple[str, ...]:
