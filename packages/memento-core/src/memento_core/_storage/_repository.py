@@ -350,8 +350,9 @@ class Repository:
 
     def fold_directory(self) -> None:
         """List the writes the directory holds only as feed entries in its records (a writer
-        of an embedded store that is about to let go of it)."""
-        if self.directory.defers:
+        of an embedded store that is about to let go of it). Not after the store failed in
+        this process: the feed lists them still, and the fold could hang (``ChromaStore``)."""
+        if self.directory.defers and self._chroma.failed is None:
             with self._feed_lock:
                 self.directory.fold()
 
