@@ -32,11 +32,12 @@ from the sizes measured.
 
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/scale.py \\
         [--sizes 10000,100000,1000000] [--modes embedded,server] [--time-box MIN] [--out DIR]
-        [--cold-disk]
+        [--cold-disk] [--update]
     .venv/bin/python benchmarks/scale.py --render   # the last run's reports, targets recomputed
 
 Writes ``benchmarks/results/scale.json``, ``scale.md`` and ``scale.png``; the load average is
-recorded at each step.
+recorded at each step. With ``--update``, the rows this run did not measure are kept from the
+last report, each marked with the date of the run that measured it.
 """
 
 from __future__ import annotations
@@ -383,8 +384,9 @@ def render_markdown(report: dict[str, Any]) -> str:
                 else "(built earlier)"
             )
             cold, warm, index = serve["cold_user_ms"], serve["warm_ms"], serve["index"]
+            earlier = f" (run of {step['measured_on']})" if step.get("measured_on") else ""
             lines.append(
-                f"| {mode} | {int(size):,} | {written} | {serve['open_s']} | "
+                f"| {mode}{earlier} | {int(size):,} | {written} | {serve['open_s']} | "
                 f"{serve['first_recall_ms']} | {cold['p50']} / **{cold['p95']}** | "
                 f"{warm['p50']} / **{warm['p95']}** / {warm['p99']} | {serve['active_users']:,} | "
                 f"{index['partitions']:,} / {index['memories']:,} / {index['mb']} | "
@@ -553,6 +555,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--time-box", type=float, default=150.0, help="minutes for the whole run")
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument(
+        "--update",
+        action="store_true",
+        help="keep the last report's rows this run does not measure (marked with their date)",
+    )
+    parser.add_argument(
         "--cold-disk",
         action="store_true",
         help="serve again after dropping the OS page cache (root only): first reads from disk",
@@ -684,17 +691,37 @@ def main(argv: Sequence[str] | None = None) -> int:
             "noise_sigma": round(sigma, 5),
             "vector_cache": str(cache),
         },
-        "modes": results,
-        "targets": targets(results, 1_000_000),
+        "modes": kept_rows(args.out, results) if args.update else results,
         "load_average_start": load_start,
         "load_average_end": load_average(),
         "machine": machine(),
     }
+    report["targets"] = targets(report["modes"], 1_000_000)
     markdown = render_markdown(report)
     write_report(args.out, "scale", report, markdown)
     plot(report, args.out / "scale.png")
     print(markdown)
     return 0
+
+
+def kept_rows(out: Path, measured: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """This run's rows over the last report's: a row not measured now (or skipped now) is
+    kept, marked with the date of the run that measured it."""
+    path = out / "scale.json"
+    if not path.is_file():
+        return measured
+    last: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    merged: dict[str, dict[str, Any]] = {}
+    for mode in dict.fromkeys([*last["modes"], *measured]):
+        earlier, now = last["modes"].get(mode, {}), measured.get(mode, {})
+        rows: dict[str, Any] = {}
+        for size in sorted({*earlier, *now}, key=int):
+            step = now.get(size)
+            if (step is None or "serve" not in step) and "serve" in earlier.get(size, {}):
+                step = {"measured_on": last["started"][:10], **earlier[size]}
+            rows[size] = step if step is not None else earlier[size]
+        merged[mode] = rows
+    return merged
 
 
 def render_again(out: Path) -> int:
