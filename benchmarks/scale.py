@@ -375,8 +375,9 @@ def render_markdown(report: dict[str, Any]) -> str:
         for size, step in steps.items():
             write = step.get("write")
             serve = step.get("serve")
+            label = mode + (f" (run of {step['measured_on']})" if step.get("measured_on") else "")
             if serve is None:
-                lines.append(f"| {mode} | {int(size):,} | {step.get('skipped', '')} |||||||||")
+                lines.append(f"| {label} | {int(size):,} | {step.get('skipped', '')} |||||||||")
                 continue
             written = (
                 f"{write['items_per_s']:,} ({write['load_average_start'][0]})"
@@ -384,9 +385,8 @@ def render_markdown(report: dict[str, Any]) -> str:
                 else "(built earlier)"
             )
             cold, warm, index = serve["cold_user_ms"], serve["warm_ms"], serve["index"]
-            earlier = f" (run of {step['measured_on']})" if step.get("measured_on") else ""
             lines.append(
-                f"| {mode}{earlier} | {int(size):,} | {written} | {serve['open_s']} | "
+                f"| {label} | {int(size):,} | {written} | {serve['open_s']} | "
                 f"{serve['first_recall_ms']} | {cold['p50']} / **{cold['p95']}** | "
                 f"{warm['p50']} / **{warm['p95']}** / {warm['p99']} | {serve['active_users']:,} | "
                 f"{index['partitions']:,} / {index['memories']:,} / {index['mb']} | "
@@ -400,7 +400,8 @@ def render_markdown(report: dict[str, Any]) -> str:
     ]
     lines += ["", "First open in a fresh process, Chroma's imports included: " + "; ".join(firsts)]
     cold_disk = [
-        f"| {mode} | {int(size):,} | {c['open_s']} | {c['first_recall_ms']} | "
+        f"| {mode}{f' (run of {on})' if (on := step.get('measured_on')) else ''} | "
+        f"{int(size):,} | {c['open_s']} | {c['first_recall_ms']} | "
         f"{c['cold_user_ms']['p50']} / **{c['cold_user_ms']['p95']}** / "
         f"{c['cold_user_ms']['p99']} | {c['warm_ms']['p50']} / **{c['warm_ms']['p95']}** | "
         f"{c['load_average_start'][0]} |"
@@ -717,9 +718,11 @@ def kept_rows(out: Path, measured: dict[str, dict[str, Any]]) -> dict[str, dict[
         rows: dict[str, Any] = {}
         for size in sorted({*earlier, *now}, key=int):
             step = now.get(size)
-            if (step is None or "serve" not in step) and "serve" in earlier.get(size, {}):
+            if size in earlier and (
+                step is None or ("serve" not in step and "serve" in earlier[size])
+            ):
                 step = {"measured_on": last["started"][:10], **earlier[size]}
-            rows[size] = step if step is not None else earlier[size]
+            rows[size] = step
         merged[mode] = rows
     return merged
 

@@ -267,6 +267,7 @@ def scale_curve(scale: dict[str, Any] | None) -> dict[str, Any]:
                 "warm_p95_ms": step["serve"]["warm_ms"]["p95"],
                 "rss_mb": step["serve"]["rss_mb_active"],
                 "write_items_per_s": (step.get("write") or {}).get("items_per_s"),
+                "measured_on": step.get("measured_on"),  # kept from an earlier run
             }
             for size, step in steps.items()
             if step.get("serve")
@@ -363,8 +364,9 @@ def render_markdown(report: dict[str, Any]) -> str:
         ]
         for mode, sizes in scale["curve"].items():
             for size, fig in sizes.items():
+                earlier = f" (run of {fig['measured_on']})" if fig.get("measured_on") else ""
                 lines.append(
-                    f"| {mode} | {int(size):,} | {fig['open_s']} | {fig['cold_p95_ms']} | "
+                    f"| {mode}{earlier} | {int(size):,} | {fig['open_s']} | {fig['cold_p95_ms']} | "
                     f"{cell(fig.get('cold_disk_p95_ms'))} | "
                     f"{fig['warm_p50_ms']} / {fig['warm_p95_ms']} | {fig['rss_mb']} | "
                     f"{cell(fig['write_items_per_s'])} |"
