@@ -145,6 +145,7 @@ def build_corpus(
     size: int,
     users: int,
     projects: int,
+    privacy_mix: tuple[tuple[str, float], ...] = PRIVACY_MIX,
 ) -> Corpus:
     rng = random.Random(SEED)
     variants = math.ceil(size / len(bases)) + 1  # one spare: a few texts repeat within a session
@@ -163,8 +164,8 @@ def build_corpus(
 
     blocks = [(c, s, v) for (c, s) in sessions for v in range(variants)]
     rng.shuffle(blocks)
-    privacy_names = [p for p, _ in PRIVACY_MIX]
-    privacy_weights = [w for _, w in PRIVACY_MIX]
+    privacy_names = [p for p, _ in privacy_mix]
+    privacy_weights = [w for _, w in privacy_mix]
     seen: set[str] = set()
     memories: list[Spec] = []
     holders: dict[int, list[str]] = defaultdict(list)

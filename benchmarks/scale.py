@@ -4,8 +4,10 @@ on a Chroma server, served by a process that holds only what its users may see.
 The corpus. LoCoMo's 5,882 turns (``../shared/bench/README.md``; read, never copied) in variants:
 variant 0 is the turn as the LoCoMo protocol writes it, ``"[<session date>] <speaker>: <text>"``;
 variant v > 0 moves the date v × 37 days and renames both speakers, so every text is distinct.
-Each (conversation, session, variant) belongs to one of ``--users`` users (10,000), in
-``--projects`` projects (1,000); each session is private (85%), team (10%) or public (5%).
+Each (conversation, session, variant) belongs to one of 10,000 users, in 1,000 projects; each
+session is private (85%), team (10%) or public (5%). ``--shape teams`` is issue 32's held-out
+shape instead: 1,000 users in 50 projects, 70% / 20% / 10% (~400 team memories a project at
+100k); its rows are marked and measured against no target.
 Vectors: all-MiniLM-L6-v2 for the originals (ONNX, identical to sentence-transformers), the
 original + seeded noise for the variants, calibrated so a variant's cosine to its original is
 what MiniLM gives a real variant. Queries are the LoCoMo questions, each asked by a user holding
@@ -32,7 +34,7 @@ from the sizes measured.
 
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/scale.py \\
         [--sizes 10000,100000,1000000] [--modes embedded,server] [--time-box MIN] [--out DIR]
-        [--cold-disk] [--update]
+        [--cold-disk] [--update] [--shape users|teams]
     .venv/bin/python benchmarks/scale.py --render   # the last run's reports, targets recomputed
 
 Writes ``benchmarks/results/scale.json``, ``scale.md`` and ``scale.png``; the load average is
@@ -103,6 +105,13 @@ from locomo import DEFAULT_DATA
 
 from memento_core import Memento, MemoryDraft, OnnxEmbedder, Scope
 
+TEAMS_MIX = (("private", 0.70), ("team", 0.20), ("public", 0.10))
+SHAPES = {
+    "users": (10_000, 1_000, PRIVACY_MIX),
+    "teams": (1_000, 50, TEAMS_MIX),
+}
+"""Who owns the memories: many users in small projects (the default), or issue 32's held-out
+shape, few users in big teams (at 100k, ~400 team memories a project)."""
 STORE_RECIPE = "scale-v3"
 """Part of a built store's name: change it when the corpus or the stored format changes."""
 LIMIT = 10
@@ -121,8 +130,14 @@ def stores_dir() -> Path:
     return cache_dir() / "stores"
 
 
-def store_name(mode: str, size: int, users: int, projects: int) -> str:
-    return f"{STORE_RECIPE}-{mode}-{size}-u{users}-p{projects}"
+def store_name(mode: str, size: int, users: int, projects: int, shape: str = "users") -> str:
+    suffix = "" if shape == "users" else f"-{shape}"
+    return f"{STORE_RECIPE}-{mode}-{size}-u{users}-p{projects}{suffix}"
+
+
+def row_key(mode: str, shape: str) -> str:
+    """A report row's mode: the mode, and the shape when it is not the default."""
+    return mode if shape == "users" else f"{mode}, {shape} shape"
 
 
 def drafts_for(specs: Sequence[Spec]) -> list[MemoryDraft]:
@@ -352,14 +367,19 @@ def _figure(step: dict[str, Any], key: str) -> float:
     )
 
 
+def describe(shape: str) -> str:
+    users, projects, mix = SHAPES[shape]
+    shares = " / ".join(f"{w:.0%}" for _, w in mix)
+    return f"{users:,} users in {projects:,} projects, private / team / public {shares}"
+
+
 def render_markdown(report: dict[str, Any]) -> str:
     corpus = report["corpus"]
     lines = [
         "# Scale: one process serving users of a large store",
         "",
-        f"Corpus: LoCoMo turns in variants (renamed, redated), {corpus['users']:,} users in "
-        f"{corpus['projects']:,} projects, private / team / public "
-        f"{' / '.join(f'{w:.0%}' for _, w in PRIVACY_MIX)}. Vectors: MiniLM for the originals, "
+        f"Corpus: LoCoMo turns in variants (renamed, redated), {describe('users')}; rows of "
+        f"the *teams shape*: {describe('teams')}. Vectors: MiniLM for the originals, "
         f"original + noise for the variants (cosine {corpus['variant_cosine']:.3f}). Recall is "
         "timed with the query vector known: **query embedding excluded**. Each figure below "
         "comes from a fresh serving process (see the script's docstring); the embedded store "
@@ -469,6 +489,8 @@ TARGETS = (
 def targets(modes: dict[str, Any], size: int) -> list[dict[str, Any]]:
     rows = []
     for mode, steps in modes.items():
+        if mode not in ("embedded", "server"):  # another shape: its rows speak for themselves
+            continue
         step = steps.get(str(size), {})
         for name, key, limit, unit in TARGETS:
             if step.get("serve"):
@@ -547,8 +569,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--sizes", default="10000,100000,1000000")
     parser.add_argument("--modes", default="embedded,server")
-    parser.add_argument("--users", type=int, default=10_000)
-    parser.add_argument("--projects", type=int, default=1_000)
+    parser.add_argument(
+        "--shape",
+        choices=sorted(SHAPES),
+        default="users",
+        help="users: 10,000 users in 1,000 projects, 5%% public; teams: 1,000 in 50, 10%% public",
+    )
     parser.add_argument("--stores", type=Path, default=stores_dir(), help="built stores, kept")
     parser.add_argument(
         "--build-only", action="store_true", help="build the stores; measure nothing"
@@ -587,9 +613,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     wall = time.perf_counter()
     load_start = load_average()
 
+    users, projects, mix = SHAPES[args.shape]
     bases, questions = load_bases(args.data)
     corpus = build_corpus(
-        bases, questions, size=sizes[-1], users=args.users, projects=args.projects
+        bases, questions, size=sizes[-1], users=users, projects=projects, privacy_mix=mix
     )
     base, question_vectors, cosine, cache = base_vectors(corpus, args.data, OnnxEmbedder(), console)
     matrix, sigma = memory_vectors(corpus, base, cosine)
@@ -599,7 +626,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"{len(corpus.memories):,} memories, {len(corpus.queries)} queries; RSS {rss_mb()} MB"
     )
 
-    results: dict[str, dict[str, Any]] = {mode: {} for mode in modes}
+    results: dict[str, dict[str, Any]] = {row_key(mode, args.shape): {} for mode in modes}
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                TimeElapsedColumn(), TimeRemainingColumn())  # fmt: skip
     args.stores.mkdir(parents=True, exist_ok=True)
@@ -607,9 +634,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     with Progress(*columns, console=console) as progress:
         for mode in modes:
             for size in sizes:
-                step: dict[str, Any] = {}
-                results[mode][str(size)] = step
-                root = args.stores / store_name(mode, size, args.users, args.projects)
+                step: dict[str, Any] = {
+                    "shape": {"users": users, "projects": projects, "privacy_mix": dict(mix)}
+                }
+                results[row_key(mode, args.shape)][str(size)] = step
+                root = args.stores / store_name(mode, size, users, projects, args.shape)
                 built = (root / "built").exists()
                 if not built:
                     needed = size / rate / 60
@@ -685,9 +714,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "sizes": sizes,
         "corpus": {
             "memories": len(corpus.memories),
-            "users": args.users,
-            "projects": args.projects,
-            "privacy_mix": dict(PRIVACY_MIX),
+            "users": users,
+            "projects": projects,
+            "privacy_mix": dict(mix),
             "variant_cosine": round(cosine, 4),
             "noise_sigma": round(sigma, 5),
             "vector_cache": str(cache),
