@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import glob
+import itertools
 import random
 import sys
 import time
@@ -61,26 +62,27 @@ def exact_top(matrix: np.ndarray, query: np.ndarray, k: int) -> list[int]:
     return [int(i) for i in top[np.argsort(-scores[top])]]
 
 
-def all_records(
-    collection: Any, where: dict[str, Any] | None
-) -> tuple[list[str], np.ndarray, list[str]]:
+def all_records(collection: Any) -> tuple[list[str], np.ndarray, list[str], list[dict[str, Any]]]:
+    """Every record's id, unit vector, document and metadata, in pages."""
     ids: list[str] = []
     vectors: list[Any] = []
     documents: list[str] = []
+    metadatas: list[dict[str, Any]] = []
     offset = 0
     while True:
         page = collection.get(
-            where=where, include=["embeddings", "documents"], limit=PAGE, offset=offset
+            include=["embeddings", "documents", "metadatas"], limit=PAGE, offset=offset
         )
         ids += page["ids"]
         vectors += list(page["embeddings"])
         documents += page["documents"]
+        metadatas += page["metadatas"]
         if len(page["ids"]) < PAGE:
             break
         offset += PAGE
     matrix = np.asarray(vectors, dtype=np.float32)
     matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
-    return ids, matrix, documents
+    return ids, matrix, documents, metadatas
 
 
 def timed(call: Callable[[], Any], queries: int) -> dict[str, float]:
@@ -114,19 +116,21 @@ def measure(client: Any, console: Console) -> dict[str, Any]:
     questions = np.load(cached[0])["questions"][:QUERIES].astype(np.float32)
     questions /= np.linalg.norm(questions, axis=1, keepdims=True)
     rng = random.Random(7)
-    turn = iter(range(10**9))
+    turns = itertools.cycle(questions)
 
     def question() -> list[float]:
-        vector: list[float] = questions[next(turn) % len(questions)].tolist()
+        vector: list[float] = next(turns).tolist()
         return vector
 
-    console.print("reading the public partition and every vector (exact search)")
+    console.print("reading every record (exact search)")
     public_where = {"privacy": "public"}
-    public_ids, public_matrix, public_docs = all_records(items, public_where)
-    all_ids, all_matrix, _ = all_records(items, None)
-    sample = items.get(limit=2_000, include=["metadatas"])["metadatas"]
-    users = [m["user_id"] for m in sample]
-    projects = [m["project_id"] for m in sample if m["project_id"]]
+    all_ids, all_matrix, documents, metadatas = all_records(items)
+    public = [n for n, meta in enumerate(metadatas) if meta["privacy"] == "public"]
+    public_ids = [all_ids[n] for n in public]
+    public_matrix = all_matrix[public]
+    public_docs = [documents[n] for n in public]
+    users = [m["user_id"] for m in metadatas[:2_000]]
+    projects = [m["project_id"] for m in metadatas[:2_000] if m["project_id"]]
     words = sorted({w for d in public_docs[:500] for w in d.split() if w.isalpha() and w.istitle()})
     report: dict[str, Any] = {"memories": len(all_ids), "public": len(public_ids)}
 

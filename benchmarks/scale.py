@@ -373,6 +373,11 @@ def describe(shape: str) -> str:
     return f"{users:,} users in {projects:,} projects, private / team / public {shares}"
 
 
+def row_label(mode: str, step: dict[str, Any]) -> str:
+    """A row's mode, with the date of the earlier run it was kept from (``--update``)."""
+    return mode + (f" (run of {step['measured_on']})" if step.get("measured_on") else "")
+
+
 def render_markdown(report: dict[str, Any]) -> str:
     corpus = report["corpus"]
     lines = [
@@ -395,7 +400,7 @@ def render_markdown(report: dict[str, Any]) -> str:
         for size, step in steps.items():
             write = step.get("write")
             serve = step.get("serve")
-            label = mode + (f" (run of {step['measured_on']})" if step.get("measured_on") else "")
+            label = row_label(mode, step)
             if serve is None:
                 lines.append(f"| {label} | {int(size):,} | {step.get('skipped', '')} |||||||||")
                 continue
@@ -420,8 +425,7 @@ def render_markdown(report: dict[str, Any]) -> str:
     ]
     lines += ["", "First open in a fresh process, Chroma's imports included: " + "; ".join(firsts)]
     cold_disk = [
-        f"| {mode}{f' (run of {on})' if (on := step.get('measured_on')) else ''} | "
-        f"{int(size):,} | {c['open_s']} | {c['first_recall_ms']} | "
+        f"| {row_label(mode, step)} | {int(size):,} | {c['open_s']} | {c['first_recall_ms']} | "
         f"{c['cold_user_ms']['p50']} / **{c['cold_user_ms']['p95']}** / "
         f"{c['cold_user_ms']['p99']} | {c['warm_ms']['p50']} / **{c['warm_ms']['p95']}** | "
         f"{c['load_average_start'][0]} |"

@@ -61,9 +61,9 @@ class ChromaStore:
         self.lock = threading.RLock()
         self.directory: Path | None = None  # an embedded store's directory
         self._closed = False
-        # The first failure to reach the data in this process: after one on a full disk,
+        # Whether reaching the data failed in this process: after a failure on a full disk,
         # chromadb 1.5 can hang in the next write, so optional writes (a fold at close) skip.
-        self.failed: StoreUnavailable | None = None
+        self.failed = False
         self.items: Any = None
         self.links: Any = None
         self.events: Any = None
@@ -331,7 +331,7 @@ class Guarded:
                 problem = store.unavailable(err)
                 if problem is None:
                     raise
-                store.failed = store.failed or problem
+                store.failed = True
                 raise problem from err
 
         return guarded

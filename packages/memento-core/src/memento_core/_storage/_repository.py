@@ -352,7 +352,7 @@ class Repository:
         """List the writes the directory holds only as feed entries in its records (a writer
         of an embedded store that is about to let go of it). Not after the store failed in
         this process: the feed lists them still, and the fold could hang (``ChromaStore``)."""
-        if self.directory.defers and self._chroma.failed is None:
+        if self.directory.defers and not self._chroma.failed:
             with self._feed_lock:
                 self.directory.fold()
 
