@@ -45,6 +45,7 @@ last report, each marked with the date of the run that measured it.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import os
@@ -109,9 +110,20 @@ TEAMS_MIX = (("private", 0.70), ("team", 0.20), ("public", 0.10))
 SHAPES = {
     "users": (10_000, 1_000, PRIVACY_MIX),
     "teams": (1_000, 50, TEAMS_MIX),
+    "heavy": (10_000, 1_000, PRIVACY_MIX),
 }
-"""Who owns the memories: many users in small projects (the default), or issue 32's held-out
-shape, few users in big teams (at 100k, ~400 team memories a project)."""
+"""Who owns the memories: many users in small projects (the default); issue 32's held-out
+shape, few users in big teams (at 100k, ~400 team memories a project); or the default with
+two heavy viewers (``with_heavy_viewers``)."""
+HEAVY_USER_SHARE = 10
+"""In the heavy shape, one memory in this many is the heavy user's (100,000 at 1M)."""
+HEAVY_TEAM_SHARE = 50
+"""... and one in this many is a team memory of the heavy project (20,000 at 1M)."""
+HEAVY_PROJECT = "project-heavy"
+HEAVY_USER = Scope(user_id="user-heavy", project_id=HEAVY_PROJECT)
+HEAVY_MEMBER = Scope(user_id="user-heavy-member", project_id=HEAVY_PROJECT)
+AGREEMENT_QUERIES = 200
+"""Recalls compared with exact search (every partition loaded) at the end of a serve."""
 STORE_RECIPE = "scale-v3"
 """Part of a built store's name: change it when the corpus or the stored format changes."""
 LIMIT = 10
@@ -152,25 +164,82 @@ def drafts_for(specs: Sequence[Spec]) -> list[MemoryDraft]:
     ]
 
 
+def with_heavy_viewers(corpus: Corpus) -> Corpus:
+    """The corpus with a heavy user (one memory in ``HEAVY_USER_SHARE``, private) and a heavy
+    project (one in ``HEAVY_TEAM_SHARE``, team memories of its members), and queries of both
+    heavy viewers among the first cold users."""
+    memories = []
+    for n, spec in enumerate(corpus.memories):
+        if n % HEAVY_USER_SHARE == 0:
+            spec = dataclasses.replace(
+                spec, user="user-heavy", project=HEAVY_PROJECT, privacy="private"
+            )
+        elif n % HEAVY_TEAM_SHARE == 1:
+            member = f"user-heavy-{n % 20:02d}"
+            spec = dataclasses.replace(spec, user=member, project=HEAVY_PROJECT, privacy="team")
+        memories.append(spec)
+    heavy = [
+        Query(query.text, viewer)
+        for viewer in (HEAVY_USER, HEAVY_MEMBER)
+        for query in corpus.queries[:5]
+    ]
+    queries = [corpus.queries[0], heavy[0], heavy[5], *heavy, *corpus.queries[1:]]
+    return dataclasses.replace(corpus, memories=memories, queries=queries)
+
+
 def build(
     memento: Memento, corpus: Corpus, size: int, progress: Progress, label: str
 ) -> dict[str, Any]:
-    """Write the corpus's first ``size`` memories, vectors given; items/s."""
+    """Write the corpus's first ``size`` memories, vectors given; items/s. The partitions
+    past the load limit after the first chunk are mirrored then (not timed), so the rest is
+    written as a store with mirrors is."""
     task = progress.add_task(f"{label}: write", total=size)
     load_start = load_average()
-    started = time.perf_counter()
+    seconds = mirror_seconds = 0.0
     for start in range(0, size, WRITE_CHUNK):
         drafts = drafts_for(corpus.memories[start : min(size, start + WRITE_CHUNK)])
+        started = time.perf_counter()
         memento.remember_many(drafts, on_progress=lambda n: progress.advance(task, n))
-    seconds = time.perf_counter() - started
+        seconds += time.perf_counter() - started
+        if start == 0:
+            started = time.perf_counter()
+            memento.mirror_large_partitions()
+            mirror_seconds = time.perf_counter() - started
     progress.remove_task(task)
     return {
         "items": size,
         "seconds": round(seconds, 1),
         "items_per_s": round(size / seconds, 1),
+        "mirrored_after_first_chunk_s": round(mirror_seconds, 1),
         "load_average_start": load_start,
         "load_average_end": load_average(),
     }
+
+
+def mirror_partitions(memento: Memento, root: Path, progress: Progress, label: str) -> None:
+    """Copy the partitions past the load limit into their own collections (the first process
+    loading one would; the serving process opens read-only); the time is kept beside the
+    store."""
+    task = progress.add_task(f"{label}: mirror large partitions", total=None)
+    load_start = load_average()
+    started = time.perf_counter()
+    copied: list[int] = []
+
+    def on_progress(memories: int) -> None:
+        copied.append(memories)
+        progress.advance(task, memories)
+
+    partitions = memento.mirror_large_partitions(on_progress)
+    progress.remove_task(task)
+    if partitions:
+        report = {
+            "partitions": partitions,
+            "memories": sum(copied),
+            "seconds": round(time.perf_counter() - started, 1),
+            "load_average_start": load_start,
+            "load_average_end": load_average(),
+        }
+        (root / "mirrors.json").write_text(json.dumps(report))
 
 
 def list_partitions(memento: Memento, root: Path, progress: Progress, label: str) -> None:
@@ -251,6 +320,11 @@ def serve(spec_path: Path) -> dict[str, Any]:
         first = timed(by_user[users[0]][0])
         after_first = memento.index_status()
         cold = [timed(by_user[user][0]) for user in users[1 : 1 + COLD_USERS]]
+        heavy = {
+            viewer.user_id: round(ms, 1)
+            for viewer, ms in zip(users[1 : 1 + COLD_USERS], cold)
+            if viewer in (HEAVY_USER, HEAVY_MEMBER)
+        }
         for user in users[1 + COLD_USERS : ACTIVE_USERS]:
             timed(by_user[user][0])
         active = min(len(users), ACTIVE_USERS)
@@ -261,12 +335,16 @@ def serve(spec_path: Path) -> dict[str, Any]:
             rng.choice(by_user[rng.choice(users[:active])]) for _ in range(WARM_RECALLS)
         ]
         warm = [timed(query) for query in warm_queries]
+        agreement = agreement_with_exact(memento, warm_queries[:AGREEMENT_QUERIES])
     return {
         "open_s": round(open_s, 3),
         "first_open_in_process_s": round(first_open_s, 3),
         "opened_index_memories": opened.memories,
         "first_recall_ms": round(first, 1),
         "public_partition_memories": after_first.memories,
+        "searched_in_store": after_first.searched_in_store,
+        "heavy_viewers_first_recall_ms": heavy,
+        "agreement_at_10": agreement,
         "cold_user_ms": latency_summary(cold),
         "warm_ms": latency_summary(warm),
         "active_users": active,
@@ -282,6 +360,25 @@ def serve(spec_path: Path) -> dict[str, Any]:
         "peak_rss_mb": peak_rss_mb(),
         "load_average_end": load_average(),
     }
+
+
+def agreement_with_exact(memento: Memento, queries: Sequence[Query]) -> float | None:
+    """Recall@10 agreement of these recalls with exact search: the share of each exact top 10
+    (every partition the viewer needs loaded, ``preload``) that the recall as served returned.
+    None when nothing was searched in the store (serving was exact)."""
+    if not memento.index_status().searched_in_store:
+        return None
+    served = [
+        [h.item.id for h in memento.recall(q.text, scope=q.viewer, limit=LIMIT)] for q in queries
+    ]
+    for viewer in dict.fromkeys(q.viewer for q in queries):
+        memento.preload(viewer)
+    shares = []
+    for query, got in zip(queries, served):
+        exact = [h.item.id for h in memento.recall(query.text, scope=query.viewer, limit=LIMIT)]
+        if exact:
+            shares.append(len(set(got) & set(exact)) / len(exact))
+    return round(sum(shares) / len(shares), 4) if shares else None
 
 
 def serve_in_child(
@@ -424,6 +521,31 @@ def render_markdown(report: dict[str, Any]) -> str:
         if step.get("serve")
     ]
     lines += ["", "First open in a fresh process, Chroma's imports included: " + "; ".join(firsts)]
+    searched = [
+        f"| {row_label(mode, step)} | {int(size):,} | {serve.get('searched_in_store', '')} | "
+        f"{mirrors.get('memories', 0):,} in {mirrors.get('seconds', 0)} s | "
+        f"{serve.get('agreement_at_10') if serve.get('agreement_at_10') is not None else 'exact'}"
+        f" | {', '.join(f'{u} {ms} ms' for u, ms in heavy.items()) or '—'} |"
+        for mode, steps in report["modes"].items()
+        for size, step in steps.items()
+        if (serve := step.get("serve")) and "searched_in_store" in serve
+        for mirrors in [step.get("mirrors") or {}]
+        for heavy in [serve.get("heavy_viewers_first_recall_ms") or {}]
+    ]
+    if searched:
+        lines += [
+            "",
+            "**Large partitions searched in the store** (past `partition_load_limit`, 500: each "
+            "in a collection of its own, `_storage/_mirrors.py`). Agreement: the share of the "
+            f"exact top {LIMIT} (every partition loaded) that recall as served returned, over "
+            f"{AGREEMENT_QUERIES} warm queries. Heavy viewers: their first recall, among the "
+            "cold users.",
+            "",
+            "| mode | memories | partitions searched in the store | copied (once) | "
+            "agreement@10 | heavy viewers' first recall |",
+            "|---|---:|---:|---:|---:|---|",
+            *searched,
+        ]
     cold_disk = [
         f"| {row_label(mode, step)} | {int(size):,} | {c['open_s']} | {c['first_recall_ms']} | "
         f"{c['cold_user_ms']['p50']} / **{c['cold_user_ms']['p95']}** / "
@@ -577,7 +699,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--shape",
         choices=sorted(SHAPES),
         default="users",
-        help="users: 10,000 users in 1,000 projects, 5%% public; teams: 1,000 in 50, 10%% public",
+        help="users: 10,000 users in 1,000 projects, 5%% public; teams: 1,000 in 50, 10%% "
+        "public; heavy: users, with a user holding a tenth and a project a fiftieth",
     )
     parser.add_argument("--stores", type=Path, default=stores_dir(), help="built stores, kept")
     parser.add_argument(
@@ -622,6 +745,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     corpus = build_corpus(
         bases, questions, size=sizes[-1], users=users, projects=projects, privacy_mix=mix
     )
+    if args.shape == "heavy":
+        corpus = with_heavy_viewers(corpus)
     base, question_vectors, cosine, cache = base_vectors(corpus, args.data, OnnxEmbedder(), console)
     matrix, sigma = memory_vectors(corpus, base, cosine)
     texts = [m.text for m in corpus.memories]
@@ -662,6 +787,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                             step["write"] = build(memento, corpus, size, progress, label)
                             (root / "built").touch()
                         list_partitions(memento, root, progress, label)
+                        mirror_partitions(memento, root, progress, label)
                     if not args.build_only:
                         warm_page_cache(root)
                         step["serve"] = serve_in_child(
@@ -680,6 +806,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                                 step["write"] = build(memento, corpus, size, progress, label)
                                 (root / "built").touch()
                             list_partitions(memento, root, progress, label)
+                            mirror_partitions(memento, root, progress, label)
                         if not args.build_only:
                             warm_page_cache(root / "chroma")
                             step["serve"] = serve_in_child(
@@ -699,6 +826,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     step["write"] = json.loads((root / "write.json").read_text())
                     step["write"]["built_earlier"] = True
                     rate = step["write"]["items_per_s"]
+                if (root / "mirrors.json").exists():
+                    step["mirrors"] = json.loads((root / "mirrors.json").read_text())
                 if (root / "directory.json").exists():
                     step["directory_backfill"] = json.loads((root / "directory.json").read_text())
                 if "serve" in step:

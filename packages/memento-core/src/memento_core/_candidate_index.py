@@ -12,7 +12,7 @@ import re
 import threading
 import unicodedata
 from array import array
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
@@ -474,6 +474,55 @@ class CandidateIndex:
             positions = {i: self._index_of[i] for i in memory_ids if i in self._index_of}
             return {i: float(scores[p]) for i, p in positions.items() if scores[p] > 0}
 
+    def scores_of_texts(
+        self,
+        query: str,
+        texts: Mapping[str, str],
+        *,
+        viewer_user: str | None = None,
+        viewer_project: str | None = None,
+    ) -> dict[str, float]:
+        """BM25 scores of these memories (id → text), with the statistics taken over the
+        memories the viewer may see here and those of these the index does not hold (found in
+        a partition searched in the store): an estimate of the statistics over all the viewer
+        may see, which this process does not hold. Those with no keyword match are left out."""
+        import numpy as np
+
+        terms = list(dict.fromkeys(tokenize(query)))
+        if not terms or not texts:
+            return {}
+        counted = {i: _term_counts(tokenize(text)) for i, text in texts.items()}
+        lengths = {i: float(sum(c.values())) for i, c in counted.items()}
+        with self._lock:
+            extra = [i for i in counted if i not in self._index_of]
+            visible = self._visible_mask(viewer_user, viewer_project) if self._ids else None
+            count = int(visible.sum()) if visible is not None else 0
+            lengths_here = np.frombuffer(self._lengths, dtype=np.float32)
+            total = float(lengths_here[visible].sum()) if count else 0.0
+            df_here = {}
+            for term in terms:
+                postings = self._postings.get(term)
+                df_here[term] = (
+                    int(visible[np.frombuffer(postings[0], dtype=np.int32)].sum())
+                    if postings is not None and visible is not None
+                    else 0
+                )
+        count += len(extra)
+        average = (total + sum(lengths[i] for i in extra)) / count or 1.0
+        scores: dict[str, float] = {}
+        for term in terms:
+            df = df_here[term] + sum(1 for i in extra if term in counted[i])
+            if not df:
+                continue
+            idf = math.log(1.0 + (count - df + 0.5) / (df + 0.5))
+            for memory_id, counts in counted.items():
+                tf = counts.get(term, 0)
+                if tf:
+                    norm = tf + self.k1 * (1.0 - self.b + self.b * lengths[memory_id] / average)
+                    gained = idf * tf * (self.k1 + 1.0) / norm
+                    scores[memory_id] = scores.get(memory_id, 0.0) + gained
+        return scores
+
     def _scores(self, terms: list[str], visible: Any) -> npt.NDArray[np.float64] | None:
         """BM25 scores of the visible memories (zero elsewhere), with the statistics taken
         over the visible memories alone."""
@@ -502,6 +551,13 @@ class CandidateIndex:
             scores[docs] += idf * tf * (self.k1 + 1.0) / norm
             found = True
         return scores if found else None
+
+
+def _term_counts(tokens: Sequence[str]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for token in tokens:
+        counts[token] = counts.get(token, 0) + 1
+    return counts
 
 
 def _kept(values: array[Any], keep: Any, dtype: Any) -> array[Any]:

@@ -22,14 +22,15 @@ import contextlib
 import dataclasses
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any, TypeVar, cast
 
-from memento_core._candidate_index import CandidateIndex
+from memento_core._candidate_index import CandidateIndex, tokenize
 from memento_core._drafts import check_id
 from memento_core._model import MemoryItem, Scope, utcnow
 from memento_core._partitions import (
+    DEFAULT_LOAD_LIMIT,
     PUBLIC,
     TEAM,
     USER,
@@ -135,7 +136,8 @@ def open_shared(
                 if writer and chroma.directory is not None:
                     release_write_lock(chroma.directory)
                 raise
-            shared = _SHARED[key] = _Shared(key, chroma, Repository(chroma, info), budget_bytes)
+            repository = Repository(chroma, info, digests_of=_digests_of, terms_of=tokenize)
+            shared = _SHARED[key] = _Shared(key, chroma, repository, budget_bytes)
         else:
             info = shared.repository.info
             if (info.embedder, info.dimension) != (embedder.name, embedder.dimension):
@@ -153,6 +155,11 @@ def open_shared(
         if writer and shared.chroma.directory is not None:
             shared.writers += 1
         return shared
+
+
+def _digests_of(meta: Mapping[str, Any]) -> tuple[str, ...]:
+    """A stored memory's partitions (digests), from its metadata."""
+    return partition_digests(Visibility(meta["user_id"], meta["project_id"], meta["privacy"]))
 
 
 def close_shared(shared: _Shared, *, writer: bool) -> None:
@@ -181,8 +188,11 @@ class Engine:
         track_usage: bool,
         retention: RetentionPolicy,
         review: ReviewPolicy,
+        load_limit: int = DEFAULT_LOAD_LIMIT,
     ) -> None:
         self._shared = shared
+        self.load_limit = load_limit
+        """Partitions holding more memories are searched in the store (``_mirrors``)."""
         self.store = shared.repository
         self.embedder = embedder
         self.read_only = read_only
@@ -314,15 +324,33 @@ class Engine:
             shared.polled = time.monotonic()
             shared.started = True
 
-    def ready_for(self, viewer: Scope) -> None:
-        """Make the index hold everything ``viewer`` may see: apply what other processes
-        wrote, then load the viewer's partitions that are not loaded yet."""
+    def ready_for(self, viewer: Scope, *, load_all: bool = False) -> tuple[str, ...]:
+        """Make the index hold what ``viewer`` may see: apply what other processes wrote,
+        then load the viewer's partitions that are not loaded yet — but those searched in the
+        store (mirrored, ``_mirrors``), unless ``load_all``. Returns the digests of those."""
         keys = needed_by(viewer)
         partitions = self._shared.partitions
+        far = () if load_all else self.searched_in_store(keys)
+        near = [k for k in keys if digest(k) not in far]
         # Before a load, every feed entry visible now is taken as applied (the load reads what
         # they describe), so none of them is read a second time afterwards.
-        self.catch_up(force=bool(partitions.missing(keys)))
-        load_partitions(partitions, keys, self._read_partition)
+        self.catch_up(force=bool(partitions.missing(near)))
+        load_partitions(partitions, near, self._read_partition)
+        return far
+
+    def searched_in_store(self, keys: Sequence[str]) -> tuple[str, ...]:
+        """The digests of the partitions of ``keys`` a recall searches in their mirrors: those
+        mirrored whole and not loaded here. A read-only embedded process cannot read vectors
+        written after it opened the store, so it follows them (``follow``): what the change
+        feed says is written to them from then on is indexed here as well."""
+        missing = self._shared.partitions.missing(keys)
+        if not missing:
+            return ()
+        ready = self.store.mirrors.ready()
+        far = [key for key in missing if digest(key) in ready]
+        if self.read_only and not self.store.shared:
+            self._shared.partitions.follow(far)
+        return tuple(map(digest, far))
 
     def _read_partition(self, key: str) -> Iterator[Entry]:
         """A partition's memories as stored: the ids the directory lists, read by id (an
@@ -338,6 +366,27 @@ class Engine:
                 directory.write_base(name, ids)
         else:
             ids = listed.ids
+        mirroring = self._starts_mirror(name, len(ids))
+        if mirroring and listed is not None:
+            # Listed again: what was written before the mirror was listed is in the copy.
+            listed = directory.members(name)
+            ids = listed.ids if listed is not None else ids
+        if mirroring:
+            yield from self._mirrored(key, self._read_records(key, ids))
+            return
+        records = self._read_records(key, ids)
+        # Yielded as read, so the caller indexes a page while the next ones are read.
+        if listed is None or len(listed.sealed) <= MERGE_AT or self.read_only:
+            yield from self._entries(records)
+            return
+        held = []
+        for entry in self._entries(records):
+            if key in partitions_of(entry[2]):
+                held.append(entry[0])
+            yield entry
+        directory.merge(name, listed.sealed, held)
+
+    def _read_records(self, key: str, ids: Sequence[str]) -> Iterable[IndexRecord]:
         # A user's or a project's memories are what its recall reads next: cached as read.
         records: Iterable[IndexRecord] = self.store.index_records(ids, cache=key != PUBLIC)
         if self.read_only and not self.store.shared:
@@ -349,16 +398,66 @@ class Engine:
                 records = self._embedded_again(
                     list(self.store.index_records(ids, with_vectors=False))
                 )
-        # Yielded as read, so the caller indexes a page while the next ones are read.
-        if listed is None or len(listed.sealed) <= MERGE_AT or self.read_only:
-            yield from self._entries(records)
-            return
-        held = []
+        return records
+
+    def _starts_mirror(self, name: str, size: int) -> bool:
+        """Whether this load also copies its partition into a mirror: the partition lists more
+        than the load limit, has none yet, and this process may write. Listed before its
+        memories are listed for the copy: a write either sees it listed and reaches the mirror
+        itself, or was logged before and is in the copy (``_mirrors``)."""
+        if self.read_only or size <= self.load_limit:
+            return False
+        return self.store.mirrors.start(name)
+
+    def _mirrored(self, key: str, records: Iterable[IndexRecord]) -> Iterator[Entry]:
+        """The partition's entries as read, copied into its mirror; listed ``ready`` once all
+        are copied, so a later process searches it there instead of loading it."""
+        ids: list[str] = []
+        vectors: list[Any] = []
+        texts: list[str] = []
         for entry in self._entries(records):
-            if key in partitions_of(entry[2]):
-                held.append(entry[0])
+            if key in partitions_of(entry[2]):  # the directory may list some that left
+                ids.append(entry[0])
+                texts.append(entry[1])
+                vectors.append(entry[3])
             yield entry
-        directory.merge(name, listed.sealed, held)
+        name = digest(key)
+        self.store.mirrors.copy(name, ids, vectors, texts)
+        self.store.mirrors.finish(name)
+
+    def mirror_large_partitions(self, on_progress: Callable[[int], None] | None = None) -> int:
+        """Copy every partition past the load limit that has no mirror into one now (a
+        store written before mirrors, or one whose large partitions no process has loaded
+        since); returns how many were copied. ``on_progress`` gets the memories copied."""
+        self.check_writable()
+        sizes: dict[str, int] = {}
+        for _, digests in self.store.item_partitions(_digests_of):
+            for d in digests:
+                sizes[d] = sizes.get(d, 0) + 1
+        ready = self.store.mirrors.ready()
+        copied = 0
+        for name, size in sizes.items():
+            if size <= self.load_limit or name in ready or not self.store.mirrors.start(name):
+                continue
+            listed = self.store.directory.members(name)  # after the listing: nothing missed
+            if listed is None:  # a store older than the directory: build that first
+                raise InvalidInput(
+                    "the store's partition directory is incomplete: run "
+                    "build_partition_directory() first, then mirror its large partitions"
+                )
+            kept = [
+                r
+                for r in self.store.index_records(listed.ids)
+                if name in partition_digests(Visibility(r.user_id, r.project_id, r.privacy))
+            ]
+            self.store.mirrors.copy(
+                name, [r.id for r in kept], [r.vector for r in kept], [r.content for r in kept]
+            )
+            self.store.mirrors.finish(name)
+            copied += 1
+            if on_progress:
+                on_progress(len(kept))
+        return copied
 
     def build_partition_directory(self, on_progress: Callable[[int], None] | None = None) -> int:
         """List every stored memory in the partition directory (a store written before it had
@@ -388,6 +487,7 @@ class Engine:
             if key.startswith(TEAM)
         ]
         self.store.directory.forget(digest(USER + user_id), memory_ids, teams)
+        self.store.mirrors.drop(digest(USER + user_id))
 
     def _embedded_again(self, records: list[IndexRecord]) -> list[IndexRecord]:
         vectors = self.embedder.embed_documents([r.content for r in records])

@@ -56,7 +56,7 @@ from memento_core._model import (
     Scope,
     utcnow,
 )
-from memento_core._partitions import DEFAULT_BUDGET_MB, IndexStatus
+from memento_core._partitions import DEFAULT_BUDGET_MB, DEFAULT_LOAD_LIMIT, IndexStatus
 from memento_core._paths import default_store_path, store_exists
 from memento_core._policies import Retention, RetentionPolicy, ReviewPolicy
 from memento_core._ranking import RankingWeights, Recalled
@@ -126,6 +126,7 @@ class Memento:
         review: ReviewPolicy | None = None,
         read_only: bool = False,
         index_budget_mb: float = DEFAULT_BUDGET_MB,
+        partition_load_limit: int = DEFAULT_LOAD_LIMIT,
     ) -> Memento:
         """Open (or create) a store: embedded in ``path`` by default, or on a Chroma server.
 
@@ -139,7 +140,10 @@ class Memento:
 
         Opening reads no memories: recall loads the candidate index in partitions (a user's
         memories, a project's team memories, the public ones) as viewers first need them, and
-        evicts those used least recently when the index passes ``index_budget_mb``.
+        evicts those used least recently when the index passes ``index_budget_mb``. A
+        partition listing more than ``partition_load_limit`` memories is not loaded: the first
+        process to find it so copies it into a collection of its own, which recall then
+        searches where it lives (its nearest memories; the keyword side scores those only).
         """
         if path is not None and url is not None:
             raise InvalidInput("give either a path (embedded store) or a url (Chroma server)")
@@ -151,6 +155,15 @@ class Memento:
         ):
             raise InvalidInput(
                 f"index_budget_mb must be a positive number of megabytes, got {index_budget_mb!r}"
+            )
+        if (
+            isinstance(partition_load_limit, bool)
+            or not isinstance(partition_load_limit, int)
+            or partition_load_limit < 1
+        ):
+            raise InvalidInput(
+                "partition_load_limit must be a whole number of memories, 1 or more, "
+                f"got {partition_load_limit!r}"
             )
         if url is not None:
             key = (url.rstrip("/"), collection_prefix)
@@ -192,6 +205,7 @@ class Memento:
                 track_usage=track_usage,
                 retention=retention or RetentionPolicy(),
                 review=review or ReviewPolicy(),
+                load_limit=partition_load_limit,
             )
         except BaseException:
             close_shared(shared, writer=url is None and not read_only)
@@ -236,17 +250,18 @@ class Memento:
         one store in a process shares it."""
         return dataclasses.replace(
             self._engine.partitions.status(),
+            searched_in_store=len(self._engine.store.mirrors.ready()),
             feed_read_seconds_ago=self._engine.feed_read_seconds_ago(),
         )
 
     def preload(self, scope: Scope | None = None) -> IndexStatus:
         """Load into this process's index now what recall for ``scope`` will need: the public
         memories and the scope's user's and project's (without a scope, those stored without
-        a user). Opening a store loads nothing, so otherwise the first recall waits for it —
-        at 1M memories on a server, about 25 s for the 50,000 public ones. A long-running
-        server calls it once at start. The load counts against ``index_budget_mb`` like any
-        other. Returns ``index_status()`` after it."""
-        self._engine.ready_for(check_viewer(scope or Scope()))
+        a user). Opening a store loads nothing, and a partition past ``partition_load_limit``
+        is searched in the store; a long-running server that wants all of it in memory, and
+        searched exactly, calls this once at start. The load counts against
+        ``index_budget_mb`` like any other. Returns ``index_status()`` after it."""
+        self._engine.ready_for(check_viewer(scope or Scope()), load_all=True)
         return self.index_status()
 
     def build_partition_directory(self, on_progress: Callable[[int], None] | None = None) -> int:
@@ -256,6 +271,14 @@ class Memento:
         (safe beside other writers). ``on_progress`` gets the directory records written.
         Returns the partitions listed: 0 when the directory was complete already."""
         return self._engine.build_partition_directory(on_progress)
+
+    def mirror_large_partitions(self, on_progress: Callable[[int], None] | None = None) -> int:
+        """Copy every partition holding more than ``partition_load_limit`` memories that is
+        not searched in the store yet into a collection of its own, so no process loads it
+        (safe beside other writers). The first process to load such a partition does this
+        for it anyway; a store written by an older Memento, or a benchmark, does it at once
+        here. ``on_progress`` gets the memories copied. Returns the partitions copied."""
+        return self._engine.mirror_large_partitions(on_progress)
 
     @property
     def read_only(self) -> bool:
@@ -830,6 +853,7 @@ class Memento:
     aget = async_twin(get)
     arecall = async_twin(recall)
     apreload = async_twin(preload)
+    amirror_large_partitions = async_twin(mirror_large_partitions)
     apin = async_twin(pin)
     aunpin = async_twin(unpin)
     aforget = async_twin(forget)

@@ -40,6 +40,11 @@ TEAM = "team:"
 DEFAULT_BUDGET_MB = 1024
 """The default index budget: a whole store of about 500,000 memories stays loaded."""
 
+DEFAULT_LOAD_LIMIT = 500
+"""Partitions listing more memories than this are searched in the store, not loaded
+(``_storage._mirrors``): a cold user loads its own and its project's partitions at about 0.3 ms
+a memory (the public one at 100k, 10,000 memories: 3.35 s), so two of 500 stay within a quarter
+second."""
 NOT_PUBLIC = frozenset([Privacy.PRIVATE.value, Privacy.TEAM.value])
 FILL_CHUNK = 1_000
 EVICT_TO = 0.8
@@ -65,6 +70,9 @@ class IndexStatus:
     """Partitions read from the store since the store was opened in this process."""
     evictions: int
     """Partitions dropped to stay within the budget since then."""
+    searched_in_store: int = 0
+    """Partitions too large to load, each searched in a collection of its own (``_mirrors``);
+    every process of the store shares them."""
     feed_read_seconds_ago: float | None = None
     """How long ago this process last read the store's change feed (what other processes
     wrote); None before its first read (``Memento.index_status`` fills it in)."""
@@ -125,6 +133,9 @@ class PartitionedIndex:
         # ``_filling`` and counts as missing until it is whole.
         self._members: OrderedDict[str, set[str]] = OrderedDict()
         self._filling: set[str] = set()
+        # Partitions searched in the store that this process follows: what is written to them
+        # from now on is indexed here (members of ``_members`` too), but they count as missing.
+        self._following: set[str] = set()
         self._keys_of: dict[str, tuple[str, ...]] = {}
         self._by_digest: dict[str, str] = {}
         self.loads = 0
@@ -137,7 +148,7 @@ class PartitionedIndex:
         with self._lock:
             absent = []
             for key in keys:
-                if key in self._members and key not in self._filling:
+                if key in self._members and key not in self._filling | self._following:
                     self._members.move_to_end(key)
                 else:
                     absent.append(key)
@@ -148,13 +159,24 @@ class PartitionedIndex:
         with self._lock:
             return any(self._by_digest.get(d) in self._members for d in digests)
 
+    def follow(self, keys: Iterable[str]) -> None:
+        """Index from now on what is written to these partitions, which are searched in the
+        store (a process may not see there what others write after it opened the store:
+        ``Engine.searched_in_store``). They stay missing: a load replaces what was followed."""
+        with self._lock:
+            for key in keys:
+                if key not in self._members:
+                    self._members[key] = set()
+                    self._following.add(key)
+                    self._by_digest[digest(key)] = key
+
     def holds(self, memory_id: str) -> bool:
         return memory_id in self._keys_of
 
     def status(self) -> IndexStatus:
         with self._lock:
             return IndexStatus(
-                partitions=len(self._members) - len(self._filling),
+                partitions=len(self._members) - len(self._filling | self._following),
                 memories=len(self._keys_of),
                 bytes=self.index.nbytes(),
                 budget_bytes=self.budget_bytes,
@@ -168,6 +190,9 @@ class PartitionedIndex:
         """A partition read from the store: index its memories and mark it loaded. The read
         is consumed in chunks, so recalls that need other partitions do not wait for it."""
         with self._lock:
+            if key in self._following:  # what was followed is in the read
+                self._following.discard(key)
+                self._drop(key)
             self._members[key] = set()
             self._filling.add(key)
             self._by_digest[digest(key)] = key
@@ -228,6 +253,7 @@ class PartitionedIndex:
         with self._lock:
             self._members.clear()
             self._filling.clear()
+            self._following.clear()
             self._keys_of.clear()
             self.index = CandidateIndex()
 
@@ -238,7 +264,8 @@ class PartitionedIndex:
             if self.index.nbytes() <= self.budget_bytes:
                 return
             target = EVICT_TO * self.budget_bytes
-            for key in [k for k in self._members if k not in keep and k not in self._filling]:
+            evictable = [k for k in self._members if k not in keep and k not in self._filling]
+            for key in evictable:
                 if self.index.nbytes(live=True) <= target:
                     break
                 self._drop(key)
@@ -246,6 +273,7 @@ class PartitionedIndex:
             self.index.compact(force=True)
 
     def _drop(self, key: str) -> None:
+        self._following.discard(key)
         for memory_id in self._members.pop(key, ()):
             others = tuple(k for k in self._keys_of[memory_id] if k != key)
             if others:

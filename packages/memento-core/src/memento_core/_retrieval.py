@@ -4,6 +4,8 @@ Each process keeps an in-memory candidate index (``CandidateIndex``: BM25 postin
 vectors, with each memory's owner, project and privacy), loaded in partitions by who may see a
 memory as viewers need them (``_partitions``). Recall searches it exactly, then reads
 the candidates from Chroma by id and decides visibility and the filter on the records read.
+A partition too large to load is searched in its own collection instead (``_storage._mirrors``):
+its nearest memories join the exact ones, and are scored for keywords on the text read.
 Chroma's own filtered vector query evaluates the ``where`` over the whole collection (~0.5 s at
 100k memories), so it is not used here.
 """
@@ -11,12 +13,13 @@ Chroma's own filtered vector query evaluates the ``where`` over the whole collec
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from memento_core import _history as history
-from memento_core._candidate_index import matched_terms
+from memento_core._candidate_index import matched_terms, tokenize
 from memento_core._filters import RecallFilter
 from memento_core._model import MemoryItem, Scope, as_utc, check_text, utcnow
 from memento_core._ranking import Candidate, RankingWeights, Recalled, rank
@@ -27,6 +30,8 @@ if TYPE_CHECKING:
     from memento_core._engine import Engine
 
 MAX_RECALL_LIMIT = 1_000
+FAR_TERM_LIMIT = 300
+"""Memories a mirror gives for one term of a query (``far_keyword_hits``)."""
 
 
 def recall(
@@ -108,6 +113,26 @@ def recall(
     return results
 
 
+def far_keyword_hits(engine: Engine, far: Sequence[str], query: str, depth: int) -> list[str]:
+    """Up to ``depth`` memories of the mirrored partitions ``far`` that hold the query's
+    terms, best first by the summed weight (idf) of the terms each holds: the keyword side's
+    candidates there, scored in full on their text once read (``scores_of_texts``). A mirror
+    gives at most ``FAR_TERM_LIMIT`` memories a term; a term holding more is common, and its
+    weight small."""
+    terms = list(dict.fromkeys(tokenize(query)))
+    if not terms:
+        return []
+    holding, frequency = engine.store.mirrors.containing(far, terms, FAR_TERM_LIMIT)
+    if not holding:
+        return []
+    count = max(engine.store.mirrors.size(far), len(holding))
+    weight = {
+        term: math.log(1.0 + (count - df + 0.5) / (df + 0.5)) for term, df in frequency.items()
+    }
+    ranked = sorted(holding, key=lambda i: (-sum(weight[t] for t in holding[i]), i))
+    return ranked[:depth]
+
+
 def candidates(
     engine: Engine,
     query: str,
@@ -126,10 +151,12 @@ def candidates(
     memories as stored then (``_history.states_at``), live at that moment."""
     import numpy as np  # not at import time: ``import memento_core`` stays light
 
-    engine.ready_for(viewer)
+    far = engine.ready_for(viewer)  # partitions searched in the store (``_mirrors``)
     index = engine.index
     visible_to = {"viewer_user": viewer.user_id, "viewer_project": viewer.project_id}
     keyword_hits = index.search(query, limit=depth, **visible_to)
+    if far:  # and the best keyword matches of the partitions searched in the store
+        keyword_hits += [(i, 0.0) for i in far_keyword_hits(engine, far, query, depth)]
     keyword_scores = dict(keyword_hits)
     # The nearest memories the viewer may see, read from the store by id; visibility and
     # the filter are decided on the records read (``is_visible``, ``admits``). A ``where``
@@ -159,23 +186,43 @@ def candidates(
                 admitted[item.id] = item
         rejected.update(i for i in wanted if i not in admitted)
 
+    far_vectors: dict[str, Any] = {}  # vectors of what the mirrors found
+
+    def nearest_of(limit: int) -> list[tuple[str, float]]:
+        found = index.nearest(query_vector, limit=limit, **visible_to)
+        if not far:
+            return found
+        best = dict(found)
+        for memory_id, cosine, vector in engine.store.mirrors.nearest(far, query_vector, limit):
+            if memory_id not in best:
+                best[memory_id] = cosine
+                far_vectors[memory_id] = vector
+        return sorted(best.items(), key=lambda hit: -hit[1])[:limit]
+
     fetch = depth
-    nearest = index.nearest(query_vector, limit=fetch, **visible_to)
+    nearest = nearest_of(fetch)
     read([i for i, _ in nearest] + [i for i, _ in keyword_hits])  # one store read
     while True:
         dense = [(i, s) for i, s in nearest if i in admitted][:depth]
         if len(dense) >= depth or len(nearest) < fetch:
             break
         fetch *= 4
-        nearest = index.nearest(query_vector, limit=fetch, **visible_to)
+        nearest = nearest_of(fetch)
         read([i for i, _ in nearest])
     similarity = dict(dense)
+    unseen = [i for i in keyword_scores if i in admitted and index.vector(i) is None]
+    unseen = [i for i in unseen if i not in far_vectors]
+    if unseen:  # keyword matches of a mirror: their vectors, for the dense half
+        far_vectors.update(engine.store.mirrors.vectors(far, unseen))
     query_unit = np.asarray(query_vector, dtype=np.float32).ravel()
     query_unit = query_unit / (float(np.linalg.norm(query_unit)) or 1.0)
     scored: dict[str, Candidate] = {}
     for memory_id in [*similarity, *keyword_scores]:
         if memory_id in admitted and memory_id not in scored:
             vector = index.vector(memory_id)
+            if vector is None and memory_id in far_vectors:
+                vector = np.asarray(far_vectors[memory_id], dtype=np.float32).ravel()
+                vector = vector / (float(np.linalg.norm(vector)) or 1.0)
             if vector is None:  # left the index since it was found (forgotten meanwhile)
                 continue
             cosine = similarity.get(memory_id)
@@ -197,6 +244,13 @@ def candidates(
             query, [i for i in scored if i not in keyword_scores], **visible_to
         ).items():
             scored[memory_id].keyword = score
+    if far_vectors:
+        # Some found in a mirror: every candidate is scored on the text read, with statistics
+        # over what is held here and those (``scores_of_texts``), so all are scored alike.
+        texts = {i: admitted[i].content for i in scored}
+        keyword = index.scores_of_texts(query, texts, **visible_to)
+        for memory_id, candidate in scored.items():
+            candidate.keyword = keyword.get(memory_id, 0.0)
     for memory_id in reworded:  # the index's keyword score is for the text of now
         scored[memory_id].keyword = 0.0
     return list(scored.values()), admitted

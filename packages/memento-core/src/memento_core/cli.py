@@ -367,6 +367,15 @@ def cmd_build_directory(args: argparse.Namespace) -> None:
     print(f"listed {partitions} partitions; recalls now read them by id")
 
 
+def cmd_mirror_partitions(args: argparse.Namespace) -> None:
+    from rich.progress import Progress
+
+    with _open(args) as mem, Progress(transient=True) as progress:
+        task = progress.add_task("copying large partitions", total=None)
+        copied = mem.mirror_large_partitions(lambda n: progress.advance(task, n))
+    print(f"copied {copied} large partitions; recalls search them in the store")
+
+
 def cmd_worker(args: argparse.Namespace) -> None:
     from memento_core._worker import MaintenanceReport
 
@@ -511,6 +520,12 @@ def build_parser() -> argparse.ArgumentParser:
         "build-directory",
         cmd_build_directory,
         "list every memory in the partition directory (a store from an older version)",
+        scope=(),
+    )
+    add(
+        "mirror-partitions",
+        cmd_mirror_partitions,
+        "copy partitions too large to load into collections of their own",
         scope=(),
     )
     plugin_parser = commands.add_parser("plugins", help="list installed plugins with versions")

@@ -192,6 +192,18 @@ class ChromaStore:
     def _side_collection(self, name: str) -> Any:
         return self._collection(name)
 
+    def collection(self, name: str, **options: Any) -> Any:
+        """The collection ``<prefix>_<name>`` with real vectors (a partition's mirror),
+        created with ``options`` if missing."""
+        return self._collection(name, **options)
+
+    def drop_collection(self, name: str) -> None:
+        """Delete the collection ``<prefix>_<name>``; one already gone is no error."""
+        try:
+            self.client.delete_collection(f"{self.prefix}_{name}")
+        except (ValueError, _import_chromadb().errors.NotFoundError):
+            pass
+
     def _collection(self, name: str, **options: Any) -> Any:
         """The collection ``<prefix>_<name>``, created if missing. An existing one is fetched
         with ``get_collection``: in a process where a call on it failed (a full disk, say),

@@ -19,6 +19,7 @@ from typing import Any
 from memento_core._model import FeedbackEvent, Link, LinkType, MemoryItem, utcnow
 from memento_core._storage._chroma import PAGE, PLACEHOLDER_VECTOR, ChromaStore, Record, StoreInfo
 from memento_core._storage._directory import PartitionDirectory
+from memento_core._storage._mirrors import PartitionMirrors
 from memento_core._storage._records import (
     event_from_record,
     event_metadata,
@@ -75,8 +76,16 @@ class Change:
 class Repository:
     """Memories, links, feedback events, side records and the change feed of one store."""
 
-    def __init__(self, chroma: ChromaStore, info: StoreInfo) -> None:
+    def __init__(
+        self,
+        chroma: ChromaStore,
+        info: StoreInfo,
+        digests_of: Callable[[Mapping[str, Any]], tuple[str, ...]] = lambda meta: (),
+        terms_of: Callable[[str], Sequence[str]] = lambda text: (),
+    ) -> None:
         self._chroma = chroma
+        self._digests_of = digests_of
+        """A stored memory's partitions (digests), from its metadata."""
         self.info = info
         self.location = chroma.location
         self.shared = "://" in chroma.location
@@ -102,6 +111,8 @@ class Repository:
             feed=self._feed_puts,
         )
         """Which memories each partition holds (``_directory``)."""
+        self.mirrors = PartitionMirrors(chroma, shared=self.shared, terms_of=terms_of)
+        """The large partitions' own collections (``_mirrors``)."""
         if info.created:
             self.directory.mark_complete()
 
@@ -322,6 +333,10 @@ class Repository:
         pin, feedback or use since) stays. Replacements overwrite.
         """
         self.directory.before_deferring()
+        ids = [item.id for item in items]
+        texts = [item.content for item in items]
+        mirrored = self.mirrors.put(ids, vectors, texts, partitions)  # first: see ``_mirrors``
+        left = self._partitions_before([i for i, r in zip(ids, replacing) if r])
         for write, replace in ((self._items.add, False), (self._items.upsert, True)):
             chosen = [n for n in range(len(items)) if replacing[n] == replace]
             if chosen:
@@ -337,16 +352,27 @@ class Repository:
                         for n in chosen
                     ],
                 )
-        ids = [item.id for item in items]
         self.forget_cached(ids)
+        if left:
+            self.mirrors.moved(left, {i: partitions[n] for n, i in enumerate(ids) if i in left})
         if not self.directory.defers:
             self.directory.append(ids, partitions)
-            return self.log_change("put", ids, partitions)
-        with self._feed_lock:
-            change = self.log_change("put", ids, partitions)  # lists them (``_directory``)
-            if self.directory.deferred(len(ids)):
-                self.directory.fold()
+            change = self.log_change("put", ids, partitions)
+        else:
+            with self._feed_lock:
+                change = self.log_change("put", ids, partitions)  # lists them (``_directory``)
+                if self.directory.deferred(len(ids)):
+                    self.directory.fold()
+        self.mirrors.put(ids, vectors, texts, partitions, besides=mirrored)
         return change
+
+    def _partitions_before(self, ids: Sequence[str]) -> dict[str, tuple[str, ...]]:
+        """The partitions (digests) stored memories about to be replaced are in now, when any
+        partition is mirrored: a memory that leaves one leaves its mirror too."""
+        if not ids or not self.mirrors.catalog():
+            return {}
+        found = self._items.get(ids=list(ids), include=["metadatas"])
+        return {i: self._digests_of(m) for i, m in zip(found["ids"], found["metadatas"])}
 
     def fold_directory(self) -> None:
         """List the writes the directory holds only as feed entries in its records (a writer
@@ -394,6 +420,7 @@ class Repository:
         record caches, and their indexes drop the ids when a recall finds them gone)."""
         if not ids:
             return None
+        self.mirrors.delete(ids)  # first: an erased memory's vector stays in no mirror
         for start in range(0, len(ids), PAGE):
             self._items.delete(ids=list(ids[start : start + PAGE]))
         self.forget_cached(ids)

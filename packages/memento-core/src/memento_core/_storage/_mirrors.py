@@ -1,0 +1,290 @@
+"""Large partitions searched where they live: each in a Chroma collection of its own.
+
+Loading a partition into a process costs time in proportion to what it holds (about 0.3 ms a
+memory), and Chroma's filtered vector query evaluates its ``where`` over the whole collection
+(75-115 ms at 100k memories, whatever the partition holds: ``benchmarks/results/
+partition_search.md``). A partition in a collection of its own is searched by Chroma's HNSW with
+no ``where`` in 1-4 ms. So a partition past the load limit gets a **mirror**,
+``<prefix>_mirror_<digest>``: the id and vector of each of its memories and, for the keyword
+side, the terms its text holds (as metadata: Chroma finds the memories holding a term through
+its metadata index, 2-14 ms a term in a mirror of 20,000). Nothing else: recall reads the
+memories it finds by id and decides visibility on what it reads.
+
+The **catalog** (records ``mirror:<digest>`` in ``<prefix>_meta``) lists the mirrored
+partitions: ``building`` from the moment a process starts copying one, ``ready`` once every
+memory it held then is copied. Every writer keeps a mirror listed in the catalog current:
+
+- a memory is put into the mirrors of its partitions *before* it is stored, so a writer killed
+  between the two leaves at most an id that recall finds gone, never a stored memory the
+  mirror lacks; and after it is logged, into a mirror listed meanwhile;
+- a memory that left a partition (a change of privacy) is taken out of that mirror after it is
+  stored; an erased one is taken out of every mirror before it is erased;
+- a writer reads the catalog again when its copy is older than ``CATALOG_TTL``, and a process
+  starting a mirror on a shared store waits ``2 * CATALOG_TTL`` before listing what to copy
+  (in its own process, the listing is seen at once), so a write either sees the mirror listed
+  when it checks after logging, or was logged before the copy was listed and is in it.
+
+A mirror may hold ids that left its partition or the store; recall drops them on the read.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Container, Sequence
+from typing import Any
+
+from memento_core._storage._chroma import PLACEHOLDER_VECTOR, ChromaStore
+from memento_core.errors import StoreUnavailable
+
+KIND = "partition_mirror"
+BUILDING = "building"
+READY = "ready"
+CATALOG_TTL = 0.25
+"""Seconds a process trusts its copy of the catalog (the change feed's freshness bound)."""
+STALE_BUILD_US = 120 * 1_000_000
+"""A build listed this long ago without finishing was cut short: another may start it over."""
+EF_SEARCH = 200
+"""HNSW search breadth of a mirror. Chroma's default (100) agreed with exact search on 97.3 %
+of the top 10 at 100k memories on a server; 200 keeps it at or above 98 %."""
+COPY_PAGE = 1_000
+
+
+def _now_us() -> int:
+    return time.time_ns() // 1000
+
+
+class PartitionMirrors:
+    """The mirrors of one store and their catalog, as this process sees them."""
+
+    def __init__(
+        self,
+        chroma: ChromaStore,
+        *,
+        shared: bool,
+        terms_of: Callable[[str], Sequence[str]] = lambda text: (),
+    ) -> None:
+        self._chroma = chroma
+        self._shared = shared
+        self._terms_of = terms_of
+        """A text's keyword terms, as the candidate index's BM25 counts them."""
+        self._lock = threading.Lock()
+        self._starting = threading.Lock()
+        self._catalog: dict[str, tuple[str, int]] = {}  # digest → (state, listed at µs)
+        self._read_at = -1.0
+        self._collections: dict[str, Any] = {}
+
+    # ------------------------------------------------------------------ catalog
+
+    def catalog(self, *, fresh: bool = False) -> dict[str, tuple[str, int]]:
+        """Digest → (state, when listed) of every mirrored partition; read from the store when
+        this process's copy is older than ``CATALOG_TTL`` (or ``fresh``)."""
+        with self._lock:
+            if fresh or time.monotonic() - self._read_at >= CATALOG_TTL:
+                found = self._chroma.meta.get(where={"kind": KIND}, include=["metadatas"])
+                self._catalog = {
+                    str(m["digest"]): (str(m["state"]), int(m["at"])) for m in found["metadatas"]
+                }
+                self._read_at = time.monotonic()
+            return dict(self._catalog)
+
+    def ready(self) -> set[str]:
+        """The partitions whose mirror holds all of them."""
+        return {d for d, (state, _) in self.catalog().items() if state == READY}
+
+    def _list(self, digest: str, state: str) -> None:
+        at = _now_us()
+        self._chroma.meta.upsert(
+            ids=[f"mirror:{digest}"],
+            embeddings=[PLACEHOLDER_VECTOR],
+            documents=[f"partition {digest} is searched in its own collection ({state})"],
+            metadatas=[{"kind": KIND, "digest": digest, "state": state, "at": at}],
+        )
+        with self._lock:
+            self._catalog[digest] = (state, at)
+
+    # ------------------------------------------------------------------ building
+
+    def start(self, digest: str) -> bool:
+        """List the partition as being mirrored, unless it is listed already (and its build
+        not cut short): from now on every writer mirrors its writes. On a shared store, wait
+        until every writer has read the catalog again. Returns whether this process builds."""
+        with self._starting:
+            listed = self.catalog(fresh=True).get(digest)
+            if listed is not None and (
+                listed[0] == READY or _now_us() - listed[1] <= STALE_BUILD_US
+            ):
+                return False
+            self._list(digest, BUILDING)
+        if self._shared:
+            time.sleep(2 * CATALOG_TTL)
+        return True
+
+    def copy(
+        self, digest: str, ids: Sequence[str], vectors: Sequence[Any], texts: Sequence[str]
+    ) -> None:
+        """Put memories a build read into the mirror (pages of ``COPY_PAGE``)."""
+        for start in range(0, len(ids), COPY_PAGE):
+            page = slice(start, start + COPY_PAGE)
+            self._upsert(digest, ids[page], vectors[page], texts[page])
+
+    def _upsert(
+        self, digest: str, ids: Sequence[str], vectors: Sequence[Any], texts: Sequence[str]
+    ) -> None:
+        self._mirror(digest).upsert(
+            ids=list(ids),
+            embeddings=[list(map(float, v)) for v in vectors],
+            metadatas=[self._metadata(text) for text in texts],
+        )
+
+    def _metadata(self, text: str) -> dict[str, Any]:
+        terms = sorted(set(self._terms_of(text)))
+        return {"terms": terms, "term_count": len(terms)} if terms else {"term_count": 0}
+
+    def finish(self, digest: str) -> None:
+        self._list(digest, READY)
+
+    def drop(self, digest: str) -> None:
+        """Delete a partition's mirror and its listing (its user was erased)."""
+        with self._lock:
+            self._collections.pop(digest, None)
+            self._catalog.pop(digest, None)
+        self._chroma.meta.delete(ids=[f"mirror:{digest}"])
+        self._chroma.drop_collection(self._name(digest))
+
+    # ------------------------------------------------------------------ writes
+
+    def put(
+        self,
+        ids: Sequence[str],
+        vectors: Any,
+        texts: Sequence[str],
+        digests: Sequence[Sequence[str]],
+        *,
+        besides: Container[str] = (),
+    ) -> set[str]:
+        """Put memories into the mirrors of their partitions: before they are stored, and
+        again after (``besides`` the mirrors they were put in then) for a mirror listed
+        meanwhile. Returns the mirrors listed now."""
+        listed = self.catalog()
+        by_mirror: dict[str, list[int]] = {}
+        for n, memory_digests in enumerate(digests):
+            for d in memory_digests:
+                if d in listed and d not in besides:
+                    by_mirror.setdefault(d, []).append(n)
+        for d, rows in by_mirror.items():
+            self._upsert(
+                d, [ids[n] for n in rows], [vectors[n] for n in rows], [texts[n] for n in rows]
+            )
+        return set(listed)
+
+    def moved(self, before: dict[str, tuple[str, ...]], now: dict[str, Sequence[str]]) -> None:
+        """Take stored memories out of the mirrors of partitions they were in (``before``)
+        and are no longer in (``now``)."""
+        listed = self.catalog()
+        leaving: dict[str, list[str]] = {}
+        for memory_id, was in before.items():
+            for d in set(was) - set(now.get(memory_id, ())):
+                if d in listed:
+                    leaving.setdefault(d, []).append(memory_id)
+        for d, ids in leaving.items():
+            self._mirror(d).delete(ids=ids)
+
+    def delete(self, ids: Sequence[str]) -> None:
+        """Take memories about to be erased out of every mirror."""
+        for d in self.catalog(fresh=True):
+            self._mirror(d).delete(ids=list(ids))
+
+    # ------------------------------------------------------------------ reads
+
+    def nearest(
+        self, digests: Sequence[str], vector: Any, limit: int
+    ) -> list[tuple[str, float, Any]]:
+        """The ``limit`` memories nearest ``vector`` in each of these mirrors: (id, cosine,
+        vector). A mirror dropped meanwhile (its user erased) finds nothing."""
+        query = [list(map(float, vector))]
+        hits: list[tuple[str, float, Any]] = []
+        for digest in digests:
+            try:
+                found = self._mirror(digest).query(
+                    query_embeddings=query, n_results=limit, include=["distances", "embeddings"]
+                )
+            except StoreUnavailable:
+                raise
+            except Exception:  # chromadb's NotFoundError: the mirror was dropped
+                with self._lock:
+                    self._collections.pop(digest, None)
+                continue
+            hits += [
+                (i, 1.0 - float(d), v)
+                for i, d, v in zip(found["ids"][0], found["distances"][0], found["embeddings"][0])
+            ]
+        return hits
+
+    def containing(
+        self, digests: Sequence[str], terms: Sequence[str], limit: int
+    ) -> tuple[dict[str, set[str]], dict[str, int]]:
+        """The memories of these mirrors holding each term (at most ``limit`` a term and a
+        mirror, in no order): memory id → the terms it holds; and each term's document
+        frequency as found (a term found ``limit`` times in a mirror is common there: its count
+        is a floor, and its weight in BM25 small)."""
+        holding: dict[str, set[str]] = {}
+        frequency = dict.fromkeys(terms, 0)
+        for digest in digests:
+            mirror = self._mirror(digest)
+            for term in terms:
+                try:
+                    found = mirror.get(
+                        where={"terms": {"$contains": term}}, include=[], limit=limit
+                    )
+                except StoreUnavailable:
+                    raise
+                except Exception:  # chromadb's NotFoundError: the mirror was dropped
+                    break
+                frequency[term] += len(found["ids"])
+                for memory_id in found["ids"]:
+                    holding.setdefault(memory_id, set()).add(term)
+        return holding, frequency
+
+    def size(self, digests: Sequence[str]) -> int:
+        """How many memories these mirrors hold together."""
+        total = 0
+        for digest in digests:
+            try:
+                total += int(self._mirror(digest).count())
+            except StoreUnavailable:
+                raise
+            except Exception:  # chromadb's NotFoundError: the mirror was dropped
+                continue
+        return total
+
+    def vectors(self, digests: Sequence[str], ids: Sequence[str]) -> dict[str, Any]:
+        """The vectors these mirrors hold of these memories."""
+        found: dict[str, Any] = {}
+        for digest in digests:
+            wanted = [i for i in ids if i not in found]
+            if not wanted:
+                break
+            try:
+                got = self._mirror(digest).get(ids=wanted, include=["embeddings"])
+            except StoreUnavailable:
+                raise
+            except Exception:  # chromadb's NotFoundError: the mirror was dropped
+                continue
+            found.update(zip(got["ids"], got["embeddings"]))
+        return found
+
+    def _name(self, digest: str) -> str:
+        return f"mirror_{digest}"
+
+    def _mirror(self, digest: str) -> Any:
+        with self._lock:
+            found = self._collections.get(digest)
+        if found is None:
+            found = self._chroma.collection(
+                self._name(digest),
+                configuration={"hnsw": {"space": "cosine", "ef_search": EF_SEARCH}},
+            )
+            with self._lock:
+                self._collections[digest] = found
+        return found

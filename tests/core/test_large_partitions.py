@@ -1,0 +1,314 @@
+"""Large partitions searched where they live: past ``partition_load_limit`` a partition is copied
+into a collection of its own by the first process that loads it, and later processes search it
+there instead of loading it. Visibility holds on that path, a partition crossing the limit
+either way keeps its memories findable, and other processes' writes show within the feed's
+freshness bound."""
+
+from __future__ import annotations
+
+import os
+import random
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from memento_core import Embedder, InvalidInput, Memento, MemoryDraft, Scope
+from memento_core._engine import FRESHNESS
+
+if TYPE_CHECKING:
+    from conftest import StoreFactory
+
+LIMIT = 12
+ALICE = Scope(user_id="alice", project_id="apollo")
+BOB = Scope(user_id="bob", project_id="apollo")
+CAROL = Scope(user_id="carol", project_id="zephyr")
+TOPICS = [
+    "the quarterly budget review moved to Thursday",
+    "the cat needs her vaccination booster in March",
+    "the deploy pipeline fails when the cache is cold",
+    "grandmother's lentil soup recipe uses smoked paprika",
+    "the hiking trip to the lake is planned for August",
+    "the new espresso machine descaling schedule is monthly",
+    "the library book about volcanoes is due on Friday",
+]
+QUERIES = ["budget review", "soup with paprika", "cold cache deploys", "volcano book due"]
+
+
+def _public(count: int, author: Scope = CAROL, tag: str = "public") -> list[MemoryDraft]:
+    return [
+        MemoryDraft(
+            content=f"{tag} note {n}: {TOPICS[n % len(TOPICS)]}", scope=author, privacy="public"
+        )
+        for n in range(count)
+    ]
+
+
+def _ids(mem: Memento, query: str, viewer: Scope, limit: int = 10) -> list[str]:
+    return [hit.item.id for hit in mem.recall(query, scope=viewer, limit=limit)]
+
+
+def _relevance(mem: Memento, viewer: Scope) -> dict[str, dict[str, tuple[float, float]]]:
+    """Each query's hits with their relevance parts (dense, keyword): the whole score also
+    holds recency, which moves with the clock."""
+    return {
+        query: {
+            hit.item.id: (round(hit.reason.dense, 4), round(hit.reason.keyword, 4))
+            for hit in mem.recall(query, scope=viewer, limit=60)
+        }
+        for query in QUERIES
+    }
+
+
+def _open(factory: StoreFactory, **options: object) -> Memento:
+    options.setdefault("partition_load_limit", LIMIT)
+    return factory.open(**options)
+
+
+def test_a_partition_past_the_limit_is_searched_in_the_store_by_later_processes(
+    store_factory: StoreFactory,
+) -> None:
+    with _open(store_factory) as mem:
+        public = mem.remember_many(_public(40))
+        mem.remember("alice's budget review notes are in the blue folder", scope=ALICE)
+        first = _relevance(mem, ALICE)  # loads the public partition, and mirrors it
+        assert mem.index_status().searched_in_store == 1
+    with _open(store_factory) as mem:
+        again = _relevance(mem, ALICE)
+        status = mem.index_status()
+        assert status.searched_in_store == 1
+        assert status.memories == 1  # alice's own: the 40 public ones were not loaded
+        assert status.partitions == 2  # alice's and apollo's, not the public one
+        assert again == first
+        assert set(_ids(mem, "note", ALICE, limit=60)) >= set(public)
+    with _open(store_factory) as mem:
+        mem.preload(ALICE)  # loads it whole, and recall searches it here
+        assert mem.index_status().memories == 41
+        assert _relevance(mem, ALICE) == first
+
+
+def test_the_keyword_side_scores_what_a_mirror_finds(store_factory: StoreFactory) -> None:
+    with _open(store_factory) as mem:
+        mem.remember_many(_public(30))
+        _ids(mem, "warm up", BOB)
+    with _open(store_factory) as mem:
+        hits = mem.recall("smoked paprika lentil soup", scope=BOB, limit=30)
+        paprika = [hit for hit in hits if "paprika" in hit.item.content]
+        assert len(paprika) == 4  # 30 notes over 7 topics
+        assert all(hit.reason.keyword == 1.0 for hit in paprika)  # the best keyword score
+        assert all(hit.reason.keyword == 0.0 for hit in hits if hit not in paprika)
+        assert all("paprika" in hit.reason.matched_terms for hit in paprika)
+
+
+def test_no_viewer_recalls_what_it_may_not_see_through_a_mirror(
+    store_factory: StoreFactory,
+) -> None:
+    rng = random.Random(7)
+    users = [f"u{n}" for n in range(6)]
+    projects = ["red", "blue"]
+    drafts = []
+    for n in range(150):
+        user = rng.choice(users)
+        project = rng.choice([*projects, ""])
+        privacy = rng.choice(["private", "team", "public"] if project else ["private", "public"])
+        drafts.append(
+            MemoryDraft(
+                content=f"{user} {privacy} {project} memo {n}: {TOPICS[n % len(TOPICS)]}",
+                scope=Scope(user_id=user, project_id=project or None),
+                privacy=privacy,
+            )
+        )
+    viewers = [Scope(user_id=u, project_id=p) for u in [*users, "stranger"] for p in projects]
+    viewers += [Scope(user_id=u) for u in users]
+
+    def may_see(viewer: Scope, draft: MemoryDraft) -> bool:
+        if draft.privacy == "public":
+            return True
+        assert draft.scope is not None
+        if draft.privacy == "team" and viewer.project_id == draft.scope.project_id:
+            return viewer.project_id is not None
+        return draft.scope.user_id == viewer.user_id
+
+    with _open(store_factory, partition_load_limit=8) as mem:
+        ids = mem.remember_many(drafts)
+        by_id = dict(zip(ids, drafts))
+        for viewer in viewers:  # loads, and mirrors every partition past 8
+            _ids(mem, "memo", viewer)
+        assert mem.index_status().searched_in_store >= 6
+    with _open(store_factory, partition_load_limit=8) as mem:
+        for viewer in viewers:
+            for query in [*QUERIES, "memo"]:
+                for memory_id in _ids(mem, query, viewer, limit=50):
+                    assert may_see(viewer, by_id[memory_id]), (viewer, by_id[memory_id])
+            seen = set(_ids(mem, "memo", viewer, limit=200))
+            assert seen == {i for i, d in by_id.items() if may_see(viewer, d)}
+
+
+def test_a_memory_made_private_leaves_the_public_mirror(store_factory: StoreFactory) -> None:
+    with _open(store_factory) as mem:
+        public = mem.remember_many(_public(30))
+        _ids(mem, "warm up", ALICE)
+    with _open(store_factory) as mem:
+        mem.update(public[0], privacy="private", scope=CAROL)
+        assert public[0] not in _ids(mem, "note", ALICE, limit=100)
+        assert public[0] in _ids(mem, "note", CAROL, limit=100)
+    with _open(store_factory) as mem:
+        assert public[0] not in _ids(mem, "note", ALICE, limit=100)
+        assert public[0] in _ids(mem, "note", CAROL, limit=100)
+
+
+def test_a_partition_crossing_the_limit_either_way_keeps_its_memories_findable(
+    store_factory: StoreFactory,
+) -> None:
+    with _open(store_factory) as mem:
+        small = mem.remember_many(_public(LIMIT - 2))
+        assert set(_ids(mem, "note", ALICE, limit=50)) == set(small)  # loaded: small
+        grown = small + mem.remember_many(_public(20, tag="later"))
+        assert set(_ids(mem, "note", ALICE, limit=50)) == set(grown)
+    with _open(store_factory) as mem:
+        assert set(_ids(mem, "note", ALICE, limit=50)) == set(grown)  # loaded, and mirrored
+        assert mem.index_status().searched_in_store == 1
+    with _open(store_factory) as mem:
+        assert set(_ids(mem, "note", ALICE, limit=50)) == set(grown)  # searched in the store
+        assert mem.index_status().memories == 0
+        more = mem.remember_many(_public(5, tag="newest"))
+        assert set(_ids(mem, "note", ALICE, limit=50)) == set(grown + more)
+        for memory_id in grown[:-3]:
+            mem.forget(memory_id, hard=True, scope=CAROL)
+        kept = grown[-3:] + more
+        assert set(_ids(mem, "note", ALICE, limit=50)) == set(kept)
+    with _open(store_factory) as mem:
+        assert set(_ids(mem, "note", ALICE, limit=50)) == set(kept)
+
+
+def test_erasing_a_user_drops_the_mirror_of_their_memories(store_factory: StoreFactory) -> None:
+    heavy = Scope(user_id="heavy")
+    with _open(store_factory) as mem:
+        mem.remember_many(
+            [
+                MemoryDraft(content=f"heavy's diary {n}: {t}", scope=heavy)
+                for n, t in enumerate(TOPICS * 3)
+            ]
+        )
+        mem.remember_many(_public(3))
+        _ids(mem, "diary", heavy)
+        assert mem.index_status().searched_in_store == 1
+    with _open(store_factory) as mem:
+        assert len(_ids(mem, "diary", heavy, limit=50)) == len(TOPICS) * 3 + 3  # and public
+        mem.erase_user("heavy")
+        assert mem.index_status().searched_in_store == 0
+        assert len(_ids(mem, "diary", heavy, limit=50)) == 3  # the public ones alone
+        assert len(_ids(mem, "note", ALICE)) == 3
+    with _open(store_factory) as mem:
+        assert len(_ids(mem, "diary", heavy, limit=50)) == 3
+
+
+@pytest.mark.parametrize("limit", [0, -1, 2.5, "100", True, None])
+def test_a_bad_load_limit_is_refused_and_the_store_is_unharmed(
+    tmp_path: Path, embedder: Embedder, limit: object
+) -> None:
+    with Memento.open(tmp_path / "store", embedder=embedder) as mem:
+        kept = mem.remember("the harbour opens at dawn", scope=ALICE)
+    with pytest.raises(InvalidInput, match="partition_load_limit"):
+        Memento.open(tmp_path / "store", embedder=embedder, partition_load_limit=limit)  # type: ignore[arg-type]
+    with Memento.open(tmp_path / "store", embedder=embedder) as mem:
+        assert _ids(mem, "harbour", ALICE) == [kept]
+
+
+WRITER = textwrap.dedent(
+    """
+    import sys
+    from memento_core import Memento, Scope
+    where, prefix, text = sys.argv[1:]
+    place = {"url": where} if "://" in where else {"path": where}
+    with Memento.open(**place, collection_prefix=prefix, partition_load_limit=12) as mem:
+        print(mem.remember(text, scope=Scope(user_id="carol"), privacy="public"))
+    """
+)
+
+
+def _write_in_another_process(where: str, prefix: str, text: str) -> str:
+    return subprocess.run(
+        [sys.executable, "-c", WRITER, where, prefix, text],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+        check=True,
+    ).stdout.split()[-1]
+
+
+def test_another_process_writing_to_a_mirrored_partition_shows_within_the_freshness_bound(
+    store_factory: StoreFactory,
+) -> None:
+    with _open(store_factory) as mem:
+        mem.remember_many(_public(30))
+        _ids(mem, "warm up", ALICE)  # mirrors the public partition
+        prefix = mem.collection_prefix
+        where = mem.location
+    # An embedded store has one writer: this process reads, the other writes.
+    reading = {"read_only": True} if store_factory.mode == "embedded" else {}
+    with _open(store_factory, **reading) as mem:
+        _ids(mem, "warm up", ALICE)
+        assert mem.index_status().partitions == 2  # alice's and apollo's: public is not loaded
+        for text in [
+            "the lighthouse keeper retires on the first of May",
+            "the ferry timetable changes when the clocks go back",
+        ]:
+            written = _write_in_another_process(where, prefix, text)
+            time.sleep(FRESHNESS)
+            assert _ids(mem, text, ALICE, limit=3)[0] == written
+
+
+def test_mirroring_every_large_partition_at_once(store_factory: StoreFactory) -> None:
+    team = [
+        MemoryDraft(content=f"apollo team memo {n}: {t}", scope=BOB, privacy="team")
+        for n, t in enumerate(TOPICS * 3)
+    ]
+    with _open(store_factory) as mem:
+        mem.remember_many(_public(20) + team)
+        mem.remember("alice's own budget notes", scope=ALICE)
+        copied: list[int] = []
+        assert mem.mirror_large_partitions(copied.append) == 3  # public, bob's, apollo's
+        assert sorted(copied) == [20, 21, 21]
+        assert mem.mirror_large_partitions() == 0  # nothing left to copy
+        exact = _relevance(mem, ALICE)  # loaded here: nothing was recalled before
+    with _open(store_factory) as mem:
+        assert _relevance(mem, ALICE) == exact
+        assert mem.index_status().memories == 1  # alice's own; public and apollo's stay out
+
+
+async def test_the_async_twin_mirrors_the_same(store_factory: StoreFactory) -> None:
+    with _open(store_factory) as mem:
+        await mem.aremember_many(_public(20))
+        assert await mem.amirror_large_partitions() == 1
+        assert mem.index_status().searched_in_store == 1
+
+
+def test_the_cli_mirrors_the_large_partitions(tmp_path: Path, embedder: Embedder) -> None:
+    from memento_core.cli import main
+
+    with Memento.open(tmp_path / "store", embedder=embedder) as mem:
+        mem.remember_many(_public(600))
+    assert main(["mirror-partitions", "--path", str(tmp_path / "store")]) == 0
+    with Memento.open(tmp_path / "store", embedder=embedder) as mem:
+        assert mem.index_status().searched_in_store == 1
+
+
+def test_a_rare_word_in_a_large_partition_is_found_by_its_keyword(
+    store_factory: StoreFactory,
+) -> None:
+    locker = "the spare key to the bike shed is kept under the qwzrtk stone"
+    with _open(store_factory) as mem:
+        mem.remember_many(_public(200))
+        target = mem.remember(locker, scope=CAROL, privacy="public")
+        mem.mirror_large_partitions()
+    with _open(store_factory) as mem:
+        hits = mem.recall("qwzrtk", scope=ALICE, limit=3)
+        assert mem.index_status().memories == 0
+        assert hits[0].item.id == target
+        assert hits[0].reason.keyword == 1.0 and hits[0].reason.matched_terms == ("qwzrtk",)
