@@ -47,9 +47,12 @@ def open_store(config: dict[str, Any]) -> Memento:
     else:
         embedder = HashEmbedder()
     store = config["store"]
+    limit = {"partition_load_limit": config["load_limit"]} if "load_limit" in config else {}
     if "url" in store:
-        return Memento.open(url=store["url"], collection_prefix=store["prefix"], embedder=embedder)
-    return Memento.open(store["path"], embedder=embedder)
+        return Memento.open(
+            url=store["url"], collection_prefix=store["prefix"], embedder=embedder, **limit
+        )
+    return Memento.open(store["path"], embedder=embedder, **limit)
 
 
 class GatedEmbedder(HashEmbedder):

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from _faults import Child, HashEmbedder, seeded
 
-from memento_core import Embedder, LinkType, Memento, MemoryType, Scope
+from memento_core import Embedder, LinkType, Memento, MemoryDraft, MemoryType, Scope
 from memento_core._storage._directory import FOLD_AT
 
 WRITER = Scope(user_id="writer")
@@ -96,6 +96,39 @@ def test_remember_killed_past_a_directory_fold_leaves_every_write_findable(
             for hit in mem.recall(TEMPLATE.format(n=n), scope=WRITER, limit=1)
         }
         assert set(child.acknowledged.values()) <= found
+
+
+@pytest.mark.parametrize("mode", ["embedded", pytest.param("server", marks=pytest.mark.server)])
+def test_remember_killed_writing_to_a_mirrored_partition_leaves_every_write_findable(
+    tmp_path: Path, request: pytest.FixtureRequest, children: list[Child], mode: str
+) -> None:
+    """A memory goes into its partition's mirror before it is stored: a writer killed at any
+    point leaves no acknowledged write that a process searching the mirror cannot find."""
+    if mode == "server":
+        place: dict[str, Any] = {
+            "url": request.getfixturevalue("chroma_server"),
+            "collection_prefix": f"killm{time.monotonic_ns() % 10**9}",
+        }
+        store = {"url": place["url"], "prefix": place["collection_prefix"]}
+    else:
+        place = {"path": tmp_path / "store"}
+        store = {"path": str(place["path"])}
+    with Memento.open(**place, embedder=HashEmbedder(), partition_load_limit=20) as mem:
+        mem.remember_many([MemoryDraft(f"seed memory {n}", scope=WRITER) for n in range(30)])
+        assert mem.mirror_large_partitions() == 1
+    config = {"store": store, "embedder": "hash", "job": "remember", "template": TEMPLATE,
+              "load_limit": 20}  # fmt: skip
+    child = Child(config, tmp_path)
+    children.append(child)
+    kill_after(child, f"remember-mirrored-{mode}", low=5, high=60, delay=0.02)
+
+    with Memento.open(**place, embedder=HashEmbedder(), partition_load_limit=20) as mem:
+        stored = {i.content: i.id for i in mem.items() if not i.content.startswith("seed")}
+        assert set(child.acknowledged.values()) <= set(stored.values())
+        for content, memory_id in stored.items():  # the write in flight too, if it landed
+            hits = mem.recall(content, scope=WRITER, limit=1)
+            assert [hit.item.id for hit in hits] == [memory_id]
+        assert mem.index_status().memories == 0  # the writer's partition is in its mirror
 
 
 @pytest.mark.server

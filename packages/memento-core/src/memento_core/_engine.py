@@ -4,7 +4,8 @@ It holds the store repository, the embedder, the in-memory candidate index (in p
 who may see a memory, loaded when a viewer first needs them: ``_partitions``), the usage
 recorder, the timeline (each scope's last memory) and the hotword generation. The work modules
 (writing, retrieval, lifecycle, consolidation, transfer, chat) receive it; none of them sees the
-façade. Opening a store reads no memories.
+façade. Opening a store reads no memories, and a partition too large to load is searched in a
+collection of its own instead (``_storage._mirrors``).
 
 **Every instance sees every write.** The candidate index is derived state, shared by every
 instance of one store in a process (``_Shared``), so a write through one instance is in the

@@ -17,6 +17,14 @@ index is compacted.
 
 The statistics BM25 ranks with are taken over what the viewer may see (``CandidateIndex``), so
 a viewer's results do not depend on which other partitions happen to be loaded.
+
+A partition listing more than the load limit (``DEFAULT_LOAD_LIMIT``) is not loaded: the first
+process that loads it copies it into a collection of its own (``_storage._mirrors``), and from
+then on recall searches it there (``Engine.searched_in_store``). That is where recall becomes
+approximate: Chroma's HNSW finds the nearest memories, and the keyword side there is the
+memories holding the query's terms (at most ``FAR_TERM_LIMIT`` a term), scored in full on their
+text with the statistics estimated from what is read (``CandidateIndex.scores_of_texts``).
+``benchmarks/results/scale.md`` measures the agreement with exact search.
 """
 
 from __future__ import annotations
