@@ -48,6 +48,7 @@ EF_SEARCH = 200
 """HNSW search breadth of a mirror. Chroma's default (100) agreed with exact search on 97.3 %
 of the top 10 at 100k memories on a server; 200 keeps it at or above 98 %."""
 COPY_PAGE = 1_000
+SIZE_TTL = 5.0
 
 
 def _now_us() -> int:
@@ -73,6 +74,7 @@ class PartitionMirrors:
         self._catalog: dict[str, tuple[str, int]] = {}  # digest → (state, listed at µs)
         self._read_at = -1.0
         self._collections: dict[str, Any] = {}
+        self._sizes: dict[str, tuple[int, float]] = {}  # digest → (count, when counted)
 
     # ------------------------------------------------------------------ catalog
 
@@ -247,15 +249,20 @@ class PartitionMirrors:
         return holding, frequency
 
     def size(self, digests: Sequence[str]) -> int:
-        """How many memories these mirrors hold together."""
+        """About how many memories these mirrors hold together (counted at most every
+        ``SIZE_TTL`` seconds: it weighs keyword terms, which a few memories do not move)."""
         total = 0
         for digest in digests:
-            try:
-                total += int(self._mirror(digest).count())
-            except StoreUnavailable:
-                raise
-            except Exception:  # chromadb's NotFoundError: the mirror was dropped
-                continue
+            counted = self._sizes.get(digest)
+            if counted is None or time.monotonic() - counted[1] > SIZE_TTL:
+                try:
+                    counted = (int(self._mirror(digest).count()), time.monotonic())
+                except StoreUnavailable:
+                    raise
+                except Exception:  # chromadb's NotFoundError: the mirror was dropped
+                    continue
+                self._sizes[digest] = counted
+            total += counted[0]
         return total
 
     def vectors(self, digests: Sequence[str], ids: Sequence[str]) -> dict[str, Any]:

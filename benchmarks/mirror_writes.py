@@ -1,0 +1,167 @@
+"""What mirrors cost a write: the same memories written to two embedded stores side by side,
+one whose large partitions are mirrored (``partition_load_limit`` 100, mirrors made after the
+first chunk) and one with none (a limit no partition reaches).
+
+The memories are scale.py's heavy shape (LoCoMo turns in variants; a user holding a tenth of
+them, a project a fiftieth, 5 % public; vectors given, so no embedding is timed): with mirrors,
+the public, the heavy user's and the heavy project's memories (about 17 %) are also written to
+their mirror. Batched: ``remember_many`` in chunks of 2,000, the two stores in turn. One at a
+time: ``remember`` of a public memory, the two stores in turn. Speeds are compared as ratios
+taken in this one run.
+
+    HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/mirror_writes.py [--size 20000]
+
+Writes ``benchmarks/results/mirror_writes.json`` and ``.md``; the load average is recorded.
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import (
+    arguments,
+    latency_summary,
+    load_average,
+    locomo_missing,
+    machine,
+    machine_line,
+    offline_single_thread,
+    write_report,
+)
+
+offline_single_thread()
+
+from _scale_corpus import (  # noqa: E402
+    LookupEmbedder,
+    base_vectors,
+    build_corpus,
+    load_bases,
+    memory_vectors,
+)
+from rich.console import Console  # noqa: E402
+from scale import SHAPES, drafts_for, with_heavy_viewers  # noqa: E402
+
+from memento_core import Memento, MemoryDraft, OnnxEmbedder, Scope  # noqa: E402
+
+CHUNK = 2_000
+SINGLES = 200
+MIRRORED_LIMIT = 100
+NO_MIRRORS = 10**9
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = arguments(__doc__, locomo=True)
+    parser.add_argument("--size", type=int, default=20_000)
+    args = parser.parse_args(argv)
+    if locomo_missing(args.data):
+        return 2
+    console = Console(stderr=True)
+    users, projects, mix = SHAPES["heavy"]
+    bases, questions = load_bases(args.data)
+    corpus = with_heavy_viewers(
+        build_corpus(
+            bases, questions, size=args.size + SINGLES, users=users, projects=projects,
+            privacy_mix=mix,
+        )
+    )  # fmt: skip
+    base, _, cosine, _ = base_vectors(corpus, args.data, OnnxEmbedder(), console)
+    matrix, _ = memory_vectors(corpus, base, cosine)
+    lookup = LookupEmbedder([m.text for m in corpus.memories], matrix)
+    drafts = drafts_for(corpus.memories[: args.size])
+    singles = [
+        MemoryDraft(content=m.text, scope=Scope(user_id=m.user), privacy="public")
+        for m in corpus.memories[args.size :]
+    ]
+    load_start = load_average()
+    started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    wall = time.perf_counter()
+    seconds = {"mirrored": 0.0, "none": 0.0}
+    single_ms: dict[str, list[float]] = {"mirrored": [], "none": []}
+    with tempfile.TemporaryDirectory(dir=Path.home() / ".cache") as root:
+        stores = {
+            "mirrored": Memento.open(
+                Path(root) / "mirrored", embedder=lookup, partition_load_limit=MIRRORED_LIMIT
+            ),
+            "none": Memento.open(
+                Path(root) / "none", embedder=lookup, partition_load_limit=NO_MIRRORS
+            ),
+        }
+        try:
+            for start in range(0, len(drafts), CHUNK):
+                for name, store in stores.items():
+                    began = time.perf_counter()
+                    store.remember_many(drafts[start : start + CHUNK])
+                    seconds[name] += time.perf_counter() - began
+                if start == 0:
+                    stores["mirrored"].mirror_large_partitions()
+                console.print(f"{start + CHUNK:,} of {len(drafts):,} written to each")
+            for draft in singles:
+                for name, store in stores.items():
+                    began = time.perf_counter()
+                    store.remember(draft.content, scope=draft.scope, privacy="public")
+                    single_ms[name].append(1000 * (time.perf_counter() - began))
+            mirrored = stores["mirrored"].index_status().searched_in_store
+        finally:
+            for store in stores.values():
+                store.close()
+    rate = {name: round(len(drafts) / s, 1) for name, s in seconds.items()}
+    single = {name: latency_summary(ms) for name, ms in single_ms.items()}
+    report: dict[str, Any] = {
+        "command": " ".join(["benchmarks/mirror_writes.py", *(argv or sys.argv[1:])]),
+        "started": started_at,
+        "wall_seconds": round(time.perf_counter() - wall, 1),
+        "memories": len(drafts),
+        "mirrors": mirrored,
+        "batched_items_per_s": rate,
+        "batched_ratio": round(rate["mirrored"] / rate["none"], 3),
+        "single_public_write_ms": single,
+        "single_ratio": round(single["mirrored"]["p50"] / single["none"]["p50"], 3),
+        "load_average_start": load_start,
+        "load_average_end": load_average(),
+        "machine": machine(),
+    }
+    write_report(args.out, "mirror_writes", report, render(report))
+    print(render(report))
+    return 0
+
+
+def render(report: dict[str, Any]) -> str:
+    rate, single = report["batched_items_per_s"], report["single_public_write_ms"]
+    return "\n".join(
+        [
+            "# What mirrors cost a write",
+            "",
+            f"{report['memories']:,} memories (scale.py's heavy shape, vectors given) written to "
+            f"two embedded stores in turn: one with {report['mirrors']} large partitions "
+            "mirrored, one with none.",
+            "",
+            "| | with mirrors | without | ratio |",
+            "|---|---:|---:|---:|",
+            f"| `remember_many`, chunks of {CHUNK:,} (items/s) | {rate['mirrored']:,} | "
+            f"{rate['none']:,} | {report['batched_ratio']} |",
+            f"| `remember` of a public memory, p50 (ms) | {single['mirrored']['p50']} | "
+            f"{single['none']['p50']} | {report['single_ratio']} |",
+            f"| `remember` of a public memory, p95 (ms) | {single['mirrored']['p95']} | "
+            f"{single['none']['p95']} | |",
+            "",
+            f"Load average {report['load_average_start']} at start, "
+            f"{report['load_average_end']} at end.",
+            "",
+            "## Machine",
+            "",
+            machine_line(report["machine"]),
+            "",
+            f"Run: `{report['command']}`, {report['started']}, {report['wall_seconds']:.0f} s.",
+            "",
+        ]
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())
