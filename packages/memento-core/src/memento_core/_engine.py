@@ -172,6 +172,7 @@ def close_shared(shared: _Shared, *, writer: bool) -> None:
                 shared.alone = shared.alone and shared.writers > 0
         shared.engines -= 1
         if shared.engines == 0:
+            shared.repository.mirrors.close()
             shared.chroma.close()
             if _SHARED.get(shared.key) is shared:
                 del _SHARED[shared.key]

@@ -32,6 +32,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Container, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from memento_core._storage._chroma import PLACEHOLDER_VECTOR, ChromaStore
@@ -49,6 +50,8 @@ EF_SEARCH = 200
 of the top 10 at 100k memories on a server; 200 keeps it at or above 98 %."""
 COPY_PAGE = 1_000
 SIZE_TTL = 5.0
+LOOKUPS = 4
+"""Term lookups in flight at once (``containing``)."""
 
 
 def _now_us() -> int:
@@ -75,6 +78,7 @@ class PartitionMirrors:
         self._read_at = -1.0
         self._collections: dict[str, Any] = {}
         self._sizes: dict[str, tuple[int, float]] = {}  # digest → (count, when counted)
+        self._pool: ThreadPoolExecutor | None = None
 
     # ------------------------------------------------------------------ catalog
 
@@ -229,24 +233,45 @@ class PartitionMirrors:
         """The memories of these mirrors holding each term (at most ``limit`` a term and a
         mirror, in no order): memory id → the terms it holds; and each term's document
         frequency as found (a term found ``limit`` times in a mirror is common there: its count
-        is a floor, and its weight in BM25 small)."""
+        is a floor, and its weight in BM25 small). One read a term and mirror, ``LOOKUPS`` at
+        a time: each waits mostly on Chroma."""
+
+        def holders(digest: str, term: str) -> list[str]:
+            try:
+                found = self._mirror(digest).get(
+                    where={"terms": {"$contains": term}}, include=[], limit=limit
+                )
+            except StoreUnavailable:
+                raise
+            except Exception:  # chromadb's NotFoundError: the mirror was dropped
+                return []
+            return list(found["ids"])
+
+        pairs = [(digest, term) for digest in digests for term in terms]
+        if len(pairs) == 1:
+            found = [holders(*pairs[0])]
+        else:
+            found = list(self._lookups().map(lambda pair: holders(*pair), pairs))
         holding: dict[str, set[str]] = {}
         frequency = dict.fromkeys(terms, 0)
-        for digest in digests:
-            mirror = self._mirror(digest)
-            for term in terms:
-                try:
-                    found = mirror.get(
-                        where={"terms": {"$contains": term}}, include=[], limit=limit
-                    )
-                except StoreUnavailable:
-                    raise
-                except Exception:  # chromadb's NotFoundError: the mirror was dropped
-                    break
-                frequency[term] += len(found["ids"])
-                for memory_id in found["ids"]:
-                    holding.setdefault(memory_id, set()).add(term)
+        for (_, term), ids in zip(pairs, found):
+            frequency[term] += len(ids)
+            for memory_id in ids:
+                holding.setdefault(memory_id, set()).add(term)
         return holding, frequency
+
+    def _lookups(self) -> ThreadPoolExecutor:
+        with self._lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(LOOKUPS, thread_name_prefix="memento-terms")
+            return self._pool
+
+    def close(self) -> None:
+        """Stop the lookup threads (the store is closing)."""
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=False)
 
     def size(self, digests: Sequence[str]) -> int:
         """About how many memories these mirrors hold together (counted at most every
