@@ -259,6 +259,9 @@ def scale_curve(scale: dict[str, Any] | None) -> dict[str, Any]:
         mode: {
             size: {
                 "open_s": step["serve"]["open_s"],
+                "first_recall_ms": step["serve"]["first_recall_ms"],
+                "agreement_at_10": step["serve"].get("agreement_at_10"),
+                "heavy_viewers_ms": step["serve"].get("heavy_viewers_first_recall_ms") or {},
                 "cold_p95_ms": step["serve"]["cold_user_ms"]["p95"],
                 "cold_disk_p95_ms": (step.get("serve_cold_disk") or {})
                 .get("cold_user_ms", {})
@@ -358,17 +361,22 @@ def render_markdown(report: dict[str, Any]) -> str:
             "while, and (*disk cold*) after dropping it. Details and the extrapolations in "
             "`scale.md`.",
             "",
-            "| mode | memories | open s | cold user p95 ms | cold user p95, disk cold (ms) | "
-            "warm p50 / p95 ms | RSS, 1,000 active users (MB) | write items/s (vectors given) |",
-            "|---|---:|---:|---:|---:|---:|---:|---:|",
+            "| mode | memories | open s | first recall ms | cold user p95 ms | heavy viewers' "
+            "first recall ms | cold user p95, disk cold (ms) | warm p50 / p95 ms | "
+            "agreement@10 | RSS, 1,000 active users (MB) | write items/s (vectors given) |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
         ]
         for mode, sizes in scale["curve"].items():
             for size, fig in sizes.items():
                 earlier = f" (run of {fig['measured_on']})" if fig.get("measured_on") else ""
+                heavy = " / ".join(str(ms) for ms in fig.get("heavy_viewers_ms", {}).values())
+                agreement = fig.get("agreement_at_10")
                 lines.append(
-                    f"| {mode}{earlier} | {int(size):,} | {fig['open_s']} | {fig['cold_p95_ms']} | "
+                    f"| {mode}{earlier} | {int(size):,} | {fig['open_s']} | "
+                    f"{fig.get('first_recall_ms', '')} | {fig['cold_p95_ms']} | {heavy or '—'} | "
                     f"{cell(fig.get('cold_disk_p95_ms'))} | "
-                    f"{fig['warm_p50_ms']} / {fig['warm_p95_ms']} | {fig['rss_mb']} | "
+                    f"{fig['warm_p50_ms']} / {fig['warm_p95_ms']} | "
+                    f"{'exact' if agreement is None else agreement} | {fig['rss_mb']} | "
                     f"{cell(fig['write_items_per_s'])} |"
                 )
         held = scale.get("embedded_chroma_mb_at_1m")
@@ -406,6 +414,20 @@ def render_markdown(report: dict[str, Any]) -> str:
                 f"{f['own_public_contains_ms']['p50']} |"
             )
         lines.append("")
+    mirrored = report.get("mirror_writes")
+    if mirrored:
+        rate, single = mirrored["batched_items_per_s"], mirrored["single_public_write_ms"]
+        lines += [
+            "### What mirrors cost a write (`mirror_writes.py`)",
+            "",
+            f"{mirrored['memories']:,} memories written to two embedded stores in turn, one with "
+            f"its {mirrored['mirrors']} large partitions mirrored (load "
+            f"{mirrored['load_average_start'][0]}): `remember_many` {rate['mirrored']:,} against "
+            f"{rate['none']:,} items/s (×{mirrored['batched_ratio']}); one public `remember` "
+            f"p50 {single['mirrored']['p50']} against {single['none']['p50']} ms "
+            f"(×{mirrored['single_ratio']}).",
+            "",
+        ]
     hot = report.get("hotwords")
     if hot:
         lines += [
@@ -609,6 +631,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         footprint = load_result(results, "chroma_footprint")
         if footprint is not None:
             report["scale"]["embedded_chroma_mb_at_1m"] = footprint["at_one_million_mb"]
+    mirror_writes = load_result(results, "mirror_writes")
+    if mirror_writes is not None:
+        report["mirror_writes"] = mirror_writes
     partition_search = load_result(results, "partition_search")
     if partition_search is not None:
         report["partition_search"] = {

@@ -155,6 +155,7 @@ def open_shared(
         shared.engines += 1
         if writer and shared.chroma.directory is not None:
             shared.writers += 1
+        shared.repository.mirrors.sole_writer = shared.writers > 0
         return shared
 
 
@@ -170,6 +171,7 @@ def close_shared(shared: _Shared, *, writer: bool) -> None:
             with shared.lock:  # a catch-up in flight must not find the lock still held
                 shared.writers -= 1
                 shared.alone = shared.alone and shared.writers > 0
+                shared.repository.mirrors.sole_writer = shared.writers > 0
         shared.engines -= 1
         if shared.engines == 0:
             shared.repository.mirrors.close()

@@ -76,6 +76,8 @@ class PartitionMirrors:
         self._starting = threading.Lock()
         self._catalog: dict[str, tuple[str, int]] = {}  # digest → (state, listed at µs)
         self._read_at = -1.0
+        self.sole_writer = False
+        """This process holds the embedded store's write lock (``_engine.open_shared``)."""
         self._collections: dict[str, Any] = {}
         self._sizes: dict[str, tuple[int, float]] = {}  # digest → (count, when counted)
         self._pool: ThreadPoolExecutor | None = None
@@ -84,9 +86,12 @@ class PartitionMirrors:
 
     def catalog(self, *, fresh: bool = False) -> dict[str, tuple[str, int]]:
         """Digest → (state, when listed) of every mirrored partition; read from the store when
-        this process's copy is older than ``CATALOG_TTL`` (or ``fresh``)."""
+        this process's copy is older than ``CATALOG_TTL`` (or ``fresh``). The sole writer of
+        an embedded store reads it once: only it can list a mirror while it holds the lock."""
         with self._lock:
-            if fresh or time.monotonic() - self._read_at >= CATALOG_TTL:
+            never = self._read_at < 0
+            expired = fresh or time.monotonic() - self._read_at >= CATALOG_TTL
+            if never or (expired and not self.sole_writer):
                 found = self._chroma.meta.get(where={"kind": KIND}, include=["metadatas"])
                 self._catalog = {
                     str(m["digest"]): (str(m["state"]), int(m["at"])) for m in found["metadatas"]
