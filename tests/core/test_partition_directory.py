@@ -274,3 +274,20 @@ def test_an_embedded_writer_lists_its_writes_in_the_directory_later_and_loses_no
         assert _seen(mem)[ERIN] == later and _seen(mem)[ALICE] == first
     listed = {i for ids in _directory_records(store_factory, prefix) for i in ids}
     assert not listed & later  # still listed by the feed alone
+
+
+def test_a_store_older_than_the_directory_mirrors_its_large_partitions(
+    store_factory: StoreFactory,
+) -> None:
+    with store_factory.open() as mem:
+        _fill(mem)
+        prefix = mem.collection_prefix
+    with store_factory.open() as mem:
+        expected = _seen(mem)
+    _as_older_store(store_factory, prefix)
+    with store_factory.open(partition_load_limit=5) as mem:
+        # alice's 12 and bob's 8 are past the limit; apollo's 4 team and erin's 3 are not
+        assert mem.mirror_large_partitions() == 2
+    with store_factory.open(partition_load_limit=5) as mem:
+        assert _seen(mem) == expected
+        assert mem.index_status().searched_in_store == 2

@@ -434,24 +434,26 @@ class Engine:
         store written before mirrors, or one whose large partitions no process has loaded
         since); returns how many were copied. ``on_progress`` gets the memories copied."""
         self.check_writable()
-        sizes: dict[str, int] = {}
-        for _, digests in self.store.item_partitions(_digests_of):
-            for d in digests:
-                sizes[d] = sizes.get(d, 0) + 1
+        sizes = self.store.directory.sizes()
+        if sizes is None:  # a store older than the directory: count every memory's partitions
+            sizes = {}
+            for _, digests in self.store.item_partitions(_digests_of):
+                for d in digests:
+                    sizes[d] = sizes.get(d, 0) + 1
         ready = self.store.mirrors.ready()
         copied = 0
         for name, size in sizes.items():
             if size <= self.load_limit or name in ready or not self.store.mirrors.start(name):
                 continue
             listed = self.store.directory.members(name)  # after the listing: nothing missed
-            if listed is None:  # a store older than the directory: build that first
-                raise InvalidInput(
-                    "the store's partition directory is incomplete: run "
-                    "build_partition_directory() first, then mirror its large partitions"
-                )
+            if listed is None:  # a store older than the directory: its partition, by equality
+                ids = [memory_id for memory_id, digests in self.store.item_partitions(_digests_of)
+                       if name in digests]  # fmt: skip
+            else:
+                ids = listed.ids
             kept = [
                 r
-                for r in self.store.index_records(listed.ids)
+                for r in self.store.index_records(ids)
                 if name in partition_digests(Visibility(r.user_id, r.project_id, r.privacy))
             ]
             self.store.mirrors.copy(

@@ -166,6 +166,23 @@ class PartitionDirectory:
             return None
         return Members(list(dict.fromkeys(ids + unfolded)), sealed)
 
+    def sizes(self) -> dict[str, int] | None:
+        """How many memories the directory lists for each partition (digest → count; a count
+        may include memories that left it); None when the listing may miss some (a store
+        older than the directory, not backfilled)."""
+        if not self.complete():
+            return None
+        listed: dict[str, set[str]] = defaultdict(set)
+        for record in self._records.find():
+            listed[str(record.metadata["partition"])].update(json.loads(record.document))
+        mark = self.folded_up_to()
+        if mark is not None and self._feed is not None:
+            for _, ids, digests in self._feed(mark):
+                for memory_id, memory_digests in zip(ids, digests):
+                    for d in memory_digests:
+                        listed[d].add(memory_id)
+        return {d: len(ids) for d, ids in listed.items()}
+
     def folded_up_to(self) -> int | None:
         """The folding mark (µs): feed entries from it on are not in the records yet; None
         where no writer ever deferred (a server store, or an embedded one written before)."""
