@@ -190,7 +190,12 @@ def with_heavy_viewers(corpus: Corpus) -> Corpus:
 
 
 def build(
-    memento: Memento, corpus: Corpus, size: int, progress: Progress, label: str
+    memento: Memento,
+    corpus: Corpus,
+    size: int,
+    progress: Progress,
+    label: str,
+    load_limit: int | None,
 ) -> dict[str, Any]:
     """Write the corpus's first ``size`` memories, vectors given; items/s. The partitions
     past the load limit after each of the first chunks are mirrored then (not timed), so the
@@ -203,9 +208,9 @@ def build(
         started = time.perf_counter()
         memento.remember_many(drafts, on_progress=lambda n: progress.advance(task, n))
         seconds += time.perf_counter() - started
-        if start < MIRROR_CHUNKS * WRITE_CHUNK:
+        if load_limit is not None and start < MIRROR_CHUNKS * WRITE_CHUNK:
             started = time.perf_counter()
-            memento.mirror_large_partitions()
+            memento.mirror_large_partitions(limit=load_limit)
             mirror_seconds += time.perf_counter() - started
     progress.remove_task(task)
     return {
@@ -218,20 +223,25 @@ def build(
     }
 
 
-def mirror_partitions(memento: Memento, root: Path, progress: Progress, label: str) -> None:
+def mirror_partitions(
+    memento: Memento, root: Path, progress: Progress, label: str, load_limit: int | None
+) -> None:
     """Copy the partitions past the load limit into their own collections (the first process
     loading one would; the serving process opens read-only); the time is kept beside the
     store."""
     task = progress.add_task(f"{label}: mirror large partitions", total=None)
     load_start = load_average()
     started = time.perf_counter()
+    if load_limit is None:
+        progress.remove_task(task)
+        return
     copied: list[int] = []
 
     def on_progress(memories: int) -> None:
         copied.append(memories)
         progress.advance(task, memories)
 
-    partitions = memento.mirror_large_partitions(on_progress)
+    partitions = memento.mirror_large_partitions(on_progress, limit=load_limit)
     progress.remove_task(task)
     if partitions:
         report = {
@@ -296,10 +306,13 @@ def serve(spec_path: Path) -> dict[str, Any]:
 
     def open_store() -> tuple[Memento, float]:
         started = time.perf_counter()
+        limit = spec.get("load_limit")
         if spec["url"]:
-            opened = Memento.open(url=spec["url"], embedder=lookup)
+            opened = Memento.open(url=spec["url"], embedder=lookup, partition_load_limit=limit)
         else:
-            opened = Memento.open(spec["path"], embedder=lookup, read_only=True)
+            opened = Memento.open(
+                spec["path"], embedder=lookup, read_only=True, partition_load_limit=limit
+            )
         return opened, time.perf_counter() - started
 
     # The first open in a process also imports Chroma's client modules (a fixed cost, the same
@@ -384,7 +397,13 @@ def agreement_with_exact(memento: Memento, queries: Sequence[Query]) -> float | 
 
 
 def serve_in_child(
-    work: Path, corpus: Corpus, question_vectors: Vectors, *, path: Path | None, url: str | None
+    work: Path,
+    corpus: Corpus,
+    question_vectors: Vectors,
+    *,
+    path: Path | None,
+    url: str | None,
+    load_limit: int | None,
 ) -> dict[str, Any]:
     spec = work / "serve.json"
     np.save(work / "questions.npy", question_vectors)
@@ -393,6 +412,7 @@ def serve_in_child(
             {
                 "path": str(path) if path else None,
                 "url": url,
+                "load_limit": load_limit,
                 "texts": corpus.question_texts,
                 "vectors": str(work / "questions.npy"),
                 "queries": [
@@ -485,7 +505,8 @@ def describe(shape: str) -> str:
 
 def row_label(mode: str, step: dict[str, Any]) -> str:
     """A row's mode, with the date of the earlier run it was kept from (``--update``)."""
-    return mode + (f" (run of {step['measured_on']})" if step.get("measured_on") else "")
+    limit = f", load limit {step['load_limit']}" if step.get("load_limit") else ""
+    return mode + limit + (f" (run of {step['measured_on']})" if step.get("measured_on") else "")
 
 
 def render_markdown(report: dict[str, Any]) -> str:
@@ -721,6 +742,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="users: 10,000 users in 1,000 projects, 5%% public; teams: 1,000 in 50, 10%% "
         "public; heavy: users, with a user holding a tenth and a project a fiftieth",
     )
+    parser.add_argument(
+        "--load-limit",
+        type=int,
+        help="open the stores with this partition_load_limit (none by default: all loaded)",
+    )
     parser.add_argument("--stores", type=Path, default=stores_dir(), help="built stores, kept")
     parser.add_argument(
         "--build-only", action="store_true", help="build the stores; measure nothing"
@@ -785,6 +811,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 step: dict[str, Any] = {
                     "shape": {"users": users, "projects": projects, "privacy_mix": dict(mix)}
                 }
+                if args.load_limit is not None:
+                    step["load_limit"] = args.load_limit
                 results[row_key(mode, args.shape)][str(size)] = step
                 root = args.stores / store_name(mode, size, users, projects, args.shape)
                 built = (root / "built").exists()
@@ -803,40 +831,64 @@ def main(argv: Sequence[str] | None = None) -> int:
                 if mode == "embedded":
                     with Memento.open(root / "store", embedder=lookup) as memento:
                         if not built:
-                            step["write"] = build(memento, corpus, size, progress, label)
+                            step["write"] = build(
+                                memento, corpus, size, progress, label, args.load_limit
+                            )
                             (root / "built").touch()
                         list_partitions(memento, root, progress, label)
-                        mirror_partitions(memento, root, progress, label)
+                        mirror_partitions(memento, root, progress, label, args.load_limit)
                     if not args.build_only:
                         warm_page_cache(root)
                         step["serve"] = serve_in_child(
-                            root, corpus, question_vectors, path=root / "store", url=None
+                            root,
+                            corpus,
+                            question_vectors,
+                            path=root / "store",
+                            url=None,
+                            load_limit=args.load_limit,
                         )
                         if args.cold_disk:
                             drop_page_cache()
                             step["serve_cold_disk"] = serve_in_child(
-                                root, corpus, question_vectors, path=root / "store", url=None
+                                root,
+                                corpus,
+                                question_vectors,
+                                path=root / "store",
+                                url=None,
+                                load_limit=args.load_limit,
                             )
                 else:
                     server: dict[str, float] = {}
                     with chroma_server(root / "chroma", stats=server) as url:
                         with Memento.open(url=url, embedder=lookup) as memento:
                             if not built:
-                                step["write"] = build(memento, corpus, size, progress, label)
+                                step["write"] = build(
+                                    memento, corpus, size, progress, label, args.load_limit
+                                )
                                 (root / "built").touch()
                             list_partitions(memento, root, progress, label)
-                            mirror_partitions(memento, root, progress, label)
+                            mirror_partitions(memento, root, progress, label, args.load_limit)
                         if not args.build_only:
                             warm_page_cache(root / "chroma")
                             step["serve"] = serve_in_child(
-                                root, corpus, question_vectors, path=None, url=url
+                                root,
+                                corpus,
+                                question_vectors,
+                                path=None,
+                                url=url,
+                                load_limit=args.load_limit,
                             )
                     step["chroma_server_peak_rss_mb"] = server.get("peak_rss_mb")
                     if args.cold_disk and not args.build_only:
                         drop_page_cache()
                         with chroma_server(root / "chroma") as url:
                             step["serve_cold_disk"] = serve_in_child(
-                                root, corpus, question_vectors, path=None, url=url
+                                root,
+                                corpus,
+                                question_vectors,
+                                path=None,
+                                url=url,
+                                load_limit=args.load_limit,
                             )
                 if "write" in step:
                     rate = step["write"]["items_per_s"]

@@ -207,7 +207,7 @@ def test_erasing_a_user_drops_the_mirror_of_their_memories(store_factory: StoreF
         assert len(_ids(mem, "diary", heavy, limit=50)) == 3
 
 
-@pytest.mark.parametrize("limit", [0, -1, 2.5, "100", True, None])
+@pytest.mark.parametrize("limit", [0, -1, 2.5, "100", True])
 def test_a_bad_load_limit_is_refused_and_the_store_is_unharmed(
     tmp_path: Path, embedder: Embedder, limit: object
 ) -> None:
@@ -312,3 +312,25 @@ def test_a_rare_word_in_a_large_partition_is_found_by_its_keyword(
         assert mem.index_status().memories == 0
         assert hits[0].item.id == target
         assert hits[0].reason.keyword == 1.0 and hits[0].reason.matched_terms == ("qwzrtk",)
+
+
+def test_without_a_load_limit_every_partition_is_loaded_and_searched_exactly(
+    store_factory: StoreFactory,
+) -> None:
+    with _open(store_factory) as mem:
+        mem.remember_many(_public(30))
+        mem.remember("alice's budget review notes are in the blue folder", scope=ALICE)
+        assert mem.mirror_large_partitions() == 1
+        searched = _relevance(mem, ALICE)  # public is searched in its mirror
+        assert mem.index_status().memories == 1
+    with store_factory.open() as mem:  # no partition_load_limit: the default
+        exact = _relevance(mem, ALICE)
+        assert exact == searched  # 30 memories: HNSW finds them all
+        assert mem.index_status().memories == 31
+        with pytest.raises(InvalidInput, match="partition_load_limit"):
+            mem.mirror_large_partitions()
+        for bad in (0, True, "5"):
+            with pytest.raises(InvalidInput, match="limit must be"):
+                mem.mirror_large_partitions(limit=bad)  # type: ignore[arg-type]
+        assert mem.mirror_large_partitions(limit=10) == 0  # public is mirrored already
+        assert _relevance(mem, ALICE) == exact

@@ -479,13 +479,15 @@ class CandidateIndex:
         query: str,
         texts: Mapping[str, str],
         *,
+        elsewhere: tuple[int, Mapping[str, int]] | None = None,
         viewer_user: str | None = None,
         viewer_project: str | None = None,
     ) -> dict[str, float]:
         """BM25 scores of these memories (id → text), with the statistics taken over the
-        memories the viewer may see here and those of these the index does not hold (found in
-        a partition searched in the store): an estimate of the statistics over all the viewer
-        may see, which this process does not hold. Those with no keyword match are left out."""
+        memories the viewer may see here and those it may see ``elsewhere`` (partitions searched
+        in the store: how many memories they hold, and each term's document frequency there),
+        or, without those, over those of these texts the index does not hold: an estimate of
+        the statistics over all the viewer may see. Those with no keyword match are left out."""
         import numpy as np
 
         terms = list(dict.fromkeys(tokenize(query)))
@@ -507,11 +509,19 @@ class CandidateIndex:
                     if postings is not None and visible is not None
                     else 0
                 )
-        count += len(extra)
-        average = (total + sum(lengths[i] for i in extra)) / count or 1.0
+        if extra:  # the mean length: of what is held here and the texts from elsewhere
+            mean_extra = sum(lengths[i] for i in extra) / len(extra)
+        added = len(extra) if elsewhere is None else max(elsewhere[0], len(extra))
+        average = (total + (mean_extra * added if extra else 0.0)) / (count + added) or 1.0
+        count += added
         scores: dict[str, float] = {}
         for term in terms:
-            df = df_here[term] + sum(1 for i in extra if term in counted[i])
+            if elsewhere is None:
+                df = df_here[term] + sum(1 for i in extra if term in counted[i])
+            else:
+                df = df_here[term] + max(
+                    elsewhere[1].get(term, 0), sum(1 for i in extra if term in counted[i])
+                )
             if not df:
                 continue
             idf = math.log(1.0 + (count - df + 0.5) / (df + 0.5))

@@ -31,7 +31,6 @@ from memento_core._candidate_index import CandidateIndex, tokenize
 from memento_core._drafts import check_id
 from memento_core._model import MemoryItem, Scope, utcnow
 from memento_core._partitions import (
-    DEFAULT_LOAD_LIMIT,
     PUBLIC,
     TEAM,
     USER,
@@ -192,11 +191,12 @@ class Engine:
         track_usage: bool,
         retention: RetentionPolicy,
         review: ReviewPolicy,
-        load_limit: int = DEFAULT_LOAD_LIMIT,
+        load_limit: int | None = None,
     ) -> None:
         self._shared = shared
         self.load_limit = load_limit
-        """Partitions holding more memories are searched in the store (``_mirrors``)."""
+        """Partitions holding more memories are searched in the store (``_mirrors``); with
+        None, every partition is loaded, and searched exactly."""
         self.store = shared.repository
         self.embedder = embedder
         self.read_only = read_only
@@ -347,6 +347,8 @@ class Engine:
         mirrored whole and not loaded here. A read-only embedded process cannot read vectors
         written after it opened the store, so it follows them (``follow``): what the change
         feed says is written to them from then on is indexed here as well."""
+        if self.load_limit is None:
+            return ()
         missing = self._shared.partitions.missing(keys)
         if not missing:
             return ()
@@ -409,7 +411,7 @@ class Engine:
         than the load limit, has none yet, and this process may write. Listed before its
         memories are listed for the copy: a write either sees it listed and reaches the mirror
         itself, or was logged before and is in the copy (``_mirrors``)."""
-        if self.read_only or size <= self.load_limit:
+        if self.read_only or self.load_limit is None or size <= self.load_limit:
             return False
         return self.store.mirrors.start(name)
 
@@ -429,11 +431,19 @@ class Engine:
         self.store.mirrors.copy(name, ids, vectors, texts)
         self.store.mirrors.finish(name)
 
-    def mirror_large_partitions(self, on_progress: Callable[[int], None] | None = None) -> int:
-        """Copy every partition past the load limit that has no mirror into one now (a
-        store written before mirrors, or one whose large partitions no process has loaded
-        since); returns how many were copied. ``on_progress`` gets the memories copied."""
+    def mirror_large_partitions(
+        self, on_progress: Callable[[int], None] | None = None, *, limit: int | None = None
+    ) -> int:
+        """Copy every partition past ``limit`` (else the load limit) that has no mirror into
+        one now (a store written before mirrors, or one whose large partitions no process has
+        loaded since); returns how many were copied. ``on_progress`` gets the memories copied."""
         self.check_writable()
+        limit = limit if limit is not None else self.load_limit
+        if limit is None:
+            raise InvalidInput(
+                "no partition_load_limit: open the store with one (Memento.open("
+                "partition_load_limit=500)) or pass limit=; nothing was copied"
+            )
         sizes = self.store.directory.sizes()
         if sizes is None:  # a store older than the directory: count every memory's partitions
             sizes = {}
@@ -443,7 +453,7 @@ class Engine:
         ready = self.store.mirrors.ready()
         copied = 0
         for name, size in sizes.items():
-            if size <= self.load_limit or name in ready or not self.store.mirrors.start(name):
+            if size <= limit or name in ready or not self.store.mirrors.start(name):
                 continue
             listed = self.store.directory.members(name)  # after the listing: nothing missed
             if listed is None:  # a store older than the directory: its partition, by equality

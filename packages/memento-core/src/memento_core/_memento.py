@@ -56,7 +56,7 @@ from memento_core._model import (
     Scope,
     utcnow,
 )
-from memento_core._partitions import DEFAULT_BUDGET_MB, DEFAULT_LOAD_LIMIT, IndexStatus
+from memento_core._partitions import DEFAULT_BUDGET_MB, IndexStatus
 from memento_core._paths import default_store_path, store_exists
 from memento_core._policies import Retention, RetentionPolicy, ReviewPolicy
 from memento_core._ranking import RankingWeights, Recalled
@@ -126,7 +126,7 @@ class Memento:
         review: ReviewPolicy | None = None,
         read_only: bool = False,
         index_budget_mb: float = DEFAULT_BUDGET_MB,
-        partition_load_limit: int = DEFAULT_LOAD_LIMIT,
+        partition_load_limit: int | None = None,
     ) -> Memento:
         """Open (or create) a store: embedded in ``path`` by default, or on a Chroma server.
 
@@ -140,10 +140,11 @@ class Memento:
 
         Opening reads no memories: recall loads the candidate index in partitions (a user's
         memories, a project's team memories, the public ones) as viewers first need them, and
-        evicts those used least recently when the index passes ``index_budget_mb``. A
-        partition listing more than ``partition_load_limit`` memories is not loaded: the first
-        process to find it so copies it into a collection of its own, which recall then
-        searches where it lives (its nearest memories; the keyword side scores those only).
+        evicts those used least recently when the index passes ``index_budget_mb``. With a
+        ``partition_load_limit`` (none by default; 500 is a fair choice), a partition listing
+        more memories is not loaded: the first process to find it so copies it into a
+        collection of its own, which recall then searches where it lives — a fast first recall
+        at any size, but approximate ranking there (``benchmarks/results/scale.md``).
         """
         if path is not None and url is not None:
             raise InvalidInput("give either a path (embedded store) or a url (Chroma server)")
@@ -156,7 +157,7 @@ class Memento:
             raise InvalidInput(
                 f"index_budget_mb must be a positive number of megabytes, got {index_budget_mb!r}"
             )
-        if (
+        if partition_load_limit is not None and (
             isinstance(partition_load_limit, bool)
             or not isinstance(partition_load_limit, int)
             or partition_load_limit < 1
@@ -272,13 +273,22 @@ class Memento:
         Returns the partitions listed: 0 when the directory was complete already."""
         return self._engine.build_partition_directory(on_progress)
 
-    def mirror_large_partitions(self, on_progress: Callable[[int], None] | None = None) -> int:
-        """Copy every partition holding more than ``partition_load_limit`` memories that is
-        not searched in the store yet into a collection of its own, so no process loads it
-        (safe beside other writers). The first process to load such a partition does this
-        for it anyway; a store written by an older Memento, or a benchmark, does it at once
-        here. ``on_progress`` gets the memories copied. Returns the partitions copied."""
-        return self._engine.mirror_large_partitions(on_progress)
+    def mirror_large_partitions(
+        self, on_progress: Callable[[int], None] | None = None, *, limit: int | None = None
+    ) -> int:
+        """Copy every partition holding more than ``limit`` (by default the store's
+        ``partition_load_limit``) memories that is not searched in the store yet into a
+        collection of its own, so processes with a load limit search it there (safe beside
+        other writers). The first such process to load a large partition does this for it
+        anyway; a store written by an older Memento, or a benchmark, does it at once here.
+        ``on_progress`` gets the memories copied. Returns the partitions copied."""
+        if limit is not None and (
+            isinstance(limit, bool) or not isinstance(limit, int) or limit < 1
+        ):
+            raise InvalidInput(
+                f"limit must be a whole number of memories, 1 or more, got {limit!r}"
+            )
+        return self._engine.mirror_large_partitions(on_progress, limit=limit)
 
     @property
     def read_only(self) -> bool:

@@ -18,7 +18,8 @@ index is compacted.
 The statistics BM25 ranks with are taken over what the viewer may see (``CandidateIndex``), so
 a viewer's results do not depend on which other partitions happen to be loaded.
 
-A partition listing more than the load limit (``DEFAULT_LOAD_LIMIT``) is not loaded: the first
+With a load limit (``partition_load_limit``; none by default), a partition listing more is not
+loaded: the first
 process that loads it copies it into a collection of its own (``_storage._mirrors``), and from
 then on recall searches it there (``Engine.searched_in_store``). That is where recall becomes
 approximate: Chroma's HNSW finds the nearest memories, and the keyword side there is the
@@ -48,11 +49,11 @@ TEAM = "team:"
 DEFAULT_BUDGET_MB = 1024
 """The default index budget: a whole store of about 500,000 memories stays loaded."""
 
-DEFAULT_LOAD_LIMIT = 500
-"""Partitions listing more memories than this are searched in the store, not loaded
-(``_storage._mirrors``): a cold user loads its own and its project's partitions at about 0.3 ms
-a memory (the public one at 100k, 10,000 memories: 3.35 s), so two of 500 stay within a quarter
-second."""
+SUGGESTED_LOAD_LIMIT = 500
+"""A load limit to opt in with (``Memento.open(partition_load_limit=...)``): a cold user loads
+its own and its project's partitions at about 0.3 ms a memory, so two of 500 stay within a
+quarter second. Off by default: a partition searched in the store ranks approximately (its
+keyword side above all: ``benchmarks/results/scale.md``)."""
 NOT_PUBLIC = frozenset([Privacy.PRIVATE.value, Privacy.TEAM.value])
 FILL_CHUNK = 1_000
 EVICT_TO = 0.8

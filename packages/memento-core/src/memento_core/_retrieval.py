@@ -113,24 +113,33 @@ def recall(
     return results
 
 
-def far_keyword_hits(engine: Engine, far: Sequence[str], query: str, depth: int) -> list[str]:
+@dataclasses.dataclass
+class FarKeywords:
+    """The keyword side of the partitions searched in the store: the memories holding the
+    query's rarer terms, best first, and the statistics BM25 weighs terms with there."""
+
+    ranked: list[str]
+    memories: int
+    frequency: dict[str, int]
+
+
+def far_keyword_hits(engine: Engine, far: Sequence[str], query: str, depth: int) -> FarKeywords:
     """Up to ``depth`` memories of the mirrored partitions ``far`` that hold the query's
     terms, best first by the summed weight (idf) of the terms each holds: the keyword side's
     candidates there, scored in full on their text once read (``scores_of_texts``). A mirror
     gives at most ``FAR_TERM_LIMIT`` memories a term; a term holding more is common, and its
     weight small."""
     terms = list(dict.fromkeys(tokenize(query)))
+    count = engine.store.mirrors.size(far)
     if not terms:
-        return []
+        return FarKeywords([], count, {})
     holding, frequency = engine.store.mirrors.containing(far, terms, FAR_TERM_LIMIT)
-    if not holding:
-        return []
-    count = max(engine.store.mirrors.size(far), len(holding))
+    count = max(count, len(holding))
     weight = {
         term: math.log(1.0 + (count - df + 0.5) / (df + 0.5)) for term, df in frequency.items()
     }
     ranked = sorted(holding, key=lambda i: (-sum(weight[t] for t in holding[i]), i))
-    return ranked[:depth]
+    return FarKeywords(ranked[:depth], count, frequency)
 
 
 def candidates(
@@ -155,8 +164,10 @@ def candidates(
     index = engine.index
     visible_to = {"viewer_user": viewer.user_id, "viewer_project": viewer.project_id}
     keyword_hits = index.search(query, limit=depth, **visible_to)
+    far_keywords = FarKeywords([], 0, {})
     if far:  # and the best keyword matches of the partitions searched in the store
-        keyword_hits += [(i, 0.0) for i in far_keyword_hits(engine, far, query, depth)]
+        far_keywords = far_keyword_hits(engine, far, query, depth)
+        keyword_hits += [(i, 0.0) for i in far_keywords.ranked]
     keyword_scores = dict(keyword_hits)
     # The nearest memories the viewer may see, read from the store by id; visibility and
     # the filter are decided on the records read (``is_visible``, ``admits``). A ``where``
@@ -248,7 +259,12 @@ def candidates(
         # Some found in a mirror: every candidate is scored on the text read, with statistics
         # over what is held here and those (``scores_of_texts``), so all are scored alike.
         texts = {i: admitted[i].content for i in scored}
-        keyword = index.scores_of_texts(query, texts, **visible_to)
+        keyword = index.scores_of_texts(
+            query,
+            texts,
+            elsewhere=(far_keywords.memories, far_keywords.frequency),
+            **visible_to,
+        )
         for memory_id, candidate in scored.items():
             candidate.keyword = keyword.get(memory_id, 0.0)
     for memory_id in reworded:  # the index's keyword score is for the text of now

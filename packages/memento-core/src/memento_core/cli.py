@@ -372,7 +372,7 @@ def cmd_mirror_partitions(args: argparse.Namespace) -> None:
 
     with _open(args) as mem, Progress(transient=True) as progress:
         task = progress.add_task("copying large partitions", total=None)
-        copied = mem.mirror_large_partitions(lambda n: progress.advance(task, n))
+        copied = mem.mirror_large_partitions(lambda n: progress.advance(task, n), limit=args.limit)
     print(f"copied {copied} large partitions; recalls search them in the store")
 
 
@@ -522,11 +522,14 @@ def build_parser() -> argparse.ArgumentParser:
         "list every memory in the partition directory (a store from an older version)",
         scope=(),
     )
-    add(
+    sub = add(
         "mirror-partitions",
         cmd_mirror_partitions,
         "copy partitions too large to load into collections of their own",
         scope=(),
+    )
+    sub.add_argument(
+        "--limit", type=int, default=500, help="partitions past this many memories (500)"
     )
     plugin_parser = commands.add_parser("plugins", help="list installed plugins with versions")
     plugin_parser.set_defaults(handler=cmd_plugins)

@@ -51,6 +51,8 @@ of the top 10 at 100k memories on a server; 200 keeps it at or above 98 %."""
 COPY_PAGE = 1_000
 SIZE_TTL = 5.0
 LOOKUPS = 4
+COMMON_TERMS = 100_000
+"""Common (mirror, term) pairs a process remembers (``containing``)."""
 """Term lookups in flight at once (``containing``)."""
 
 
@@ -81,6 +83,7 @@ class PartitionMirrors:
         self._collections: dict[str, Any] = {}
         self._sizes: dict[str, tuple[int, float]] = {}  # digest → (count, when counted)
         self._pool: ThreadPoolExecutor | None = None
+        self._common: set[tuple[str, str]] = set()  # (mirror, term) found ``limit`` times
 
     # ------------------------------------------------------------------ catalog
 
@@ -238,8 +241,8 @@ class PartitionMirrors:
         """The memories of these mirrors holding each term (at most ``limit`` a term and a
         mirror, in no order): memory id → the terms it holds; and each term's document
         frequency as found (a term found ``limit`` times in a mirror is common there: its count
-        is a floor, and its weight in BM25 small). One read a term and mirror, ``LOOKUPS`` at
-        a time: each waits mostly on Chroma."""
+        is a floor, its weight in BM25 small, and its holders are not returned). One read a
+        term and mirror, ``LOOKUPS`` at a time: each waits mostly on Chroma."""
 
         def holders(digest: str, term: str) -> list[str]:
             try:
@@ -252,15 +255,25 @@ class PartitionMirrors:
                 return []
             return list(found["ids"])
 
-        pairs = [(digest, term) for digest in digests for term in terms]
-        if len(pairs) == 1:
+        # A term a mirror gave ``limit`` times is common there: an arbitrary ``limit`` of its
+        # holders ranks nothing, so it is looked up once a process (``_common``), then weighed
+        # as found without another lookup.
+        pairs = [(d, t) for d in digests for t in terms if (d, t) not in self._common]
+        if not pairs:
+            found: list[list[str]] = []
+        elif len(pairs) == 1:
             found = [holders(*pairs[0])]
         else:
             found = list(self._lookups().map(lambda pair: holders(*pair), pairs))
         holding: dict[str, set[str]] = {}
-        frequency = dict.fromkeys(terms, 0)
-        for (_, term), ids in zip(pairs, found):
+        frequency = {t: sum(limit for d in digests if (d, t) in self._common) for t in terms}
+        for (digest, term), ids in zip(pairs, found):
             frequency[term] += len(ids)
+            if len(ids) >= limit:
+                if len(self._common) >= COMMON_TERMS:
+                    self._common.clear()
+                self._common.add((digest, term))
+                continue
             for memory_id in ids:
                 holding.setdefault(memory_id, set()).add(term)
         return holding, frequency
