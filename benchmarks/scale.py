@@ -656,6 +656,8 @@ def targets(modes: dict[str, Any], size: int) -> list[dict[str, Any]]:
         if mode.split(",")[0] not in ("embedded", "server") or "teams" in mode:
             continue
         step = steps.get(str(size), {})
+        if step.get("load_limit"):
+            mode = f"{mode}, load limit {step['load_limit']}"
         for name, key, limit, unit in TARGETS:
             if key == "heavy" and "heavy" not in mode:
                 continue

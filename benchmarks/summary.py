@@ -271,6 +271,7 @@ def scale_curve(scale: dict[str, Any] | None) -> dict[str, Any]:
                 "rss_mb": step["serve"]["rss_mb_active"],
                 "write_items_per_s": (step.get("write") or {}).get("items_per_s"),
                 "measured_on": step.get("measured_on"),  # kept from an earlier run
+                "load_limit": step.get("load_limit"),
             }
             for size, step in steps.items()
             if step.get("serve")
@@ -369,6 +370,8 @@ def render_markdown(report: dict[str, Any]) -> str:
         for mode, sizes in scale["curve"].items():
             for size, fig in sizes.items():
                 earlier = f" (run of {fig['measured_on']})" if fig.get("measured_on") else ""
+                if fig.get("load_limit"):
+                    earlier = f", load limit {fig['load_limit']}{earlier}"
                 heavy = " / ".join(str(ms) for ms in fig.get("heavy_viewers_ms", {}).values())
                 agreement = fig.get("agreement_at_10")
                 lines.append(
