@@ -149,9 +149,11 @@ def store_name(mode: str, size: int, users: int, projects: int, shape: str = "us
     return f"{STORE_RECIPE}-{mode}-{size}-u{users}-p{projects}{suffix}"
 
 
-def row_key(mode: str, shape: str) -> str:
-    """A report row's mode: the mode, and the shape when it is not the default."""
-    return mode if shape == "users" else f"{mode}, {shape} shape"
+def row_key(mode: str, shape: str, load_limit: int | None = None) -> str:
+    """A report row's mode: the mode, the shape when it is not the default, and the load
+    limit when there is one."""
+    key = mode if shape == "users" else f"{mode}, {shape} shape"
+    return key if load_limit is None else f"{key}, load limit {load_limit}"
 
 
 def drafts_for(specs: Sequence[Spec]) -> list[MemoryDraft]:
@@ -505,8 +507,7 @@ def describe(shape: str) -> str:
 
 def row_label(mode: str, step: dict[str, Any]) -> str:
     """A row's mode, with the date of the earlier run it was kept from (``--update``)."""
-    limit = f", load limit {step['load_limit']}" if step.get("load_limit") else ""
-    return mode + limit + (f" (run of {step['measured_on']})" if step.get("measured_on") else "")
+    return mode + (f" (run of {step['measured_on']})" if step.get("measured_on") else "")
 
 
 def render_markdown(report: dict[str, Any]) -> str:
@@ -656,8 +657,6 @@ def targets(modes: dict[str, Any], size: int) -> list[dict[str, Any]]:
         if mode.split(",")[0] not in ("embedded", "server") or "teams" in mode:
             continue
         step = steps.get(str(size), {})
-        if step.get("load_limit"):
-            mode = f"{mode}, load limit {step['load_limit']}"
         for name, key, limit, unit in TARGETS:
             if key == "heavy" and "heavy" not in mode:
                 continue
@@ -802,7 +801,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"{len(corpus.memories):,} memories, {len(corpus.queries)} queries; RSS {rss_mb()} MB"
     )
 
-    results: dict[str, dict[str, Any]] = {row_key(mode, args.shape): {} for mode in modes}
+    results: dict[str, dict[str, Any]] = {
+        row_key(mode, args.shape, args.load_limit): {} for mode in modes
+    }
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                TimeElapsedColumn(), TimeRemainingColumn())  # fmt: skip
     args.stores.mkdir(parents=True, exist_ok=True)
@@ -815,7 +816,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 }
                 if args.load_limit is not None:
                     step["load_limit"] = args.load_limit
-                results[row_key(mode, args.shape)][str(size)] = step
+                results[row_key(mode, args.shape, args.load_limit)][str(size)] = step
                 root = args.stores / store_name(mode, size, users, projects, args.shape)
                 built = (root / "built").exists()
                 if not built:

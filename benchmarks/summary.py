@@ -370,8 +370,6 @@ def render_markdown(report: dict[str, Any]) -> str:
         for mode, sizes in scale["curve"].items():
             for size, fig in sizes.items():
                 earlier = f" (run of {fig['measured_on']})" if fig.get("measured_on") else ""
-                if fig.get("load_limit"):
-                    earlier = f", load limit {fig['load_limit']}{earlier}"
                 heavy = " / ".join(str(ms) for ms in fig.get("heavy_viewers_ms", {}).values())
                 agreement = fig.get("agreement_at_10")
                 lines.append(
