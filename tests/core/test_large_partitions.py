@@ -255,6 +255,9 @@ def test_another_process_writing_to_a_mirrored_partition_shows_within_the_freshn
     with _open(store_factory, **reading) as mem:
         _ids(mem, "warm up", ALICE)
         assert mem.index_status().partitions == 2  # alice's and apollo's: public is not loaded
+        # What was written before it began searching the mirror is found there: the reader
+        # embedded none of the 30 memories the change feed still lists.
+        assert mem.embedder.texts_embedded <= 1  # type: ignore[attr-defined]  # the query
         for text in [
             "the lighthouse keeper retires on the first of May",
             "the ferry timetable changes when the clocks go back",

@@ -567,21 +567,23 @@ class Engine:
             self.store.forget_cached(i for change in fresh for i in change.ids)
         indexed = [c for c in fresh if c.op != "touch"]  # a touch changes no index
         if indexed:
-            latest: dict[str, tuple[str, tuple[str, ...] | None]] = {}
+            latest: dict[str, tuple[str, tuple[str, ...] | None, int]] = {}
             for change in indexed:  # oldest first: the last word on an id wins
                 for n, memory_id in enumerate(change.ids):
                     digests = change.partitions[n] if change.partitions else None
-                    latest[memory_id] = (change.op, digests)
-            partitions.remove([i for i, (op, _) in latest.items() if op != "put"])
+                    latest[memory_id] = (change.op, digests, change.at)
+            partitions.remove([i for i, (op, _, _) in latest.items() if op != "put"])
             # Re-read only what the index holds or a loaded partition wants (an entry from an
             # older writer names no partitions: read it to find out).
             self._apply(
                 [
                     memory_id
-                    for memory_id, (op, digests) in latest.items()
+                    for memory_id, (op, digests, at) in latest.items()
                     if op == "put"
                     and (
-                        digests is None or partitions.holds(memory_id) or partitions.wants(digests)
+                        digests is None
+                        or partitions.holds(memory_id)
+                        or partitions.wants(digests, at)
                     )
                 ]
             )

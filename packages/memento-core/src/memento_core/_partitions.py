@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -144,7 +145,8 @@ class PartitionedIndex:
         self._filling: set[str] = set()
         # Partitions searched in the store that this process follows: what is written to them
         # from now on is indexed here (members of ``_members`` too), but they count as missing.
-        self._following: set[str] = set()
+        self._following: dict[str, int] = {}  # key → followed from (µs)
+        self._followed_since: dict[str, int] = {}  # key → first followed (µs), kept
         self._keys_of: dict[str, tuple[str, ...]] = {}
         self._by_digest: dict[str, str] = {}
         self.loads = 0
@@ -157,26 +159,38 @@ class PartitionedIndex:
         with self._lock:
             absent = []
             for key in keys:
-                if key in self._members and key not in self._filling | self._following:
+                if key in self._members and key not in self._filling | self._following.keys():
                     self._members.move_to_end(key)
                 else:
                     absent.append(key)
             return absent
 
-    def wants(self, digests: Iterable[str]) -> bool:
-        """Whether a memory in the partitions with these digests belongs in a loaded one."""
+    def wants(self, digests: Iterable[str], at: int | None = None) -> bool:
+        """Whether a memory in the partitions with these digests, logged at ``at`` (µs),
+        belongs in a loaded one, or in a followed one that began following before then (what
+        was written before is in the store's copy the process searches)."""
         with self._lock:
-            return any(self._by_digest.get(d) in self._members for d in digests)
+            for d in digests:
+                key = self._by_digest.get(d)
+                if key in self._members and (
+                    key not in self._following or at is None or at >= self._following[key]
+                ):
+                    return True
+            return False
 
     def follow(self, keys: Iterable[str]) -> None:
         """Index from now on what is written to these partitions, which are searched in the
         store (a process may not see there what others write after it opened the store:
         ``Engine.searched_in_store``). They stay missing: a load replaces what was followed."""
         with self._lock:
+            # A feed entry is stamped after its mirror write committed, by this machine's
+            # clock (an embedded store): one stamped before the first follow is in the copy
+            # this process searches, which it reads only after following.
+            now = time.time_ns() // 1000
             for key in keys:
                 if key not in self._members:
                     self._members[key] = set()
-                    self._following.add(key)
+                    self._following[key] = self._followed_since.setdefault(key, now)
                     self._by_digest[digest(key)] = key
 
     def holds(self, memory_id: str) -> bool:
@@ -185,7 +199,7 @@ class PartitionedIndex:
     def status(self) -> IndexStatus:
         with self._lock:
             return IndexStatus(
-                partitions=len(self._members) - len(self._filling | self._following),
+                partitions=len(self._members) - len(self._filling | self._following.keys()),
                 memories=len(self._keys_of),
                 bytes=self.index.nbytes(),
                 budget_bytes=self.budget_bytes,
@@ -200,7 +214,6 @@ class PartitionedIndex:
         is consumed in chunks, so recalls that need other partitions do not wait for it."""
         with self._lock:
             if key in self._following:  # what was followed is in the read
-                self._following.discard(key)
                 self._drop(key)
             self._members[key] = set()
             self._filling.add(key)
@@ -282,7 +295,7 @@ class PartitionedIndex:
             self.index.compact(force=True)
 
     def _drop(self, key: str) -> None:
-        self._following.discard(key)
+        self._following.pop(key, None)
         for memory_id in self._members.pop(key, ()):
             others = tuple(k for k in self._keys_of[memory_id] if k != key)
             if others:
