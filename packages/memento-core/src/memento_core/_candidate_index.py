@@ -324,9 +324,7 @@ class CandidateIndex:
                 self._owner.append(self._code(visibility.user_id))
                 self._project.append(self._code(visibility.project_id))
                 self._privacy.append(PRIVACY_CODES[visibility.privacy])
-                counts: dict[str, int] = {}
-                for token in tokens:
-                    counts[token] = counts.get(token, 0) + 1
+                counts = _term_counts(tokens)
                 for token, count in counts.items():
                     postings = self._postings.get(token)
                     if postings is None:
