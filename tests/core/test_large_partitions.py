@@ -337,3 +337,129 @@ def test_without_a_load_limit_every_partition_is_loaded_and_searched_exactly(
                 mem.mirror_large_partitions(limit=bad)  # type: ignore[arg-type]
         assert mem.mirror_large_partitions(limit=10) == 0  # public is mirrored already
         assert _relevance(mem, ALICE) == exact
+
+
+def _exact_and_searched(
+    factory: StoreFactory, viewer: Scope, queries: list[str]
+) -> tuple[dict[str, dict[str, tuple[float, float]]], dict[str, dict[str, tuple[float, float]]]]:
+    """Each query's hits with their relevance parts (dense, keyword) in a process that searches
+    the mirrored partitions in the store, and in one that loads them whole (exact). Similarity
+    to three places (Chroma's and numpy's float32 sums differ in the fourth), keyword scores
+    to two: a memory reworded since the postings were folded is weighed with its former
+    length estimated (``_postings``)."""
+
+    def ranking(mem: Memento) -> dict[str, dict[str, tuple[float, float]]]:
+        return {
+            query: {
+                hit.item.id: (round(hit.reason.dense, 3), round(hit.reason.keyword, 2))
+                for hit in mem.recall(query, scope=viewer, limit=100)
+            }
+            for query in queries
+        }
+
+    with _open(factory) as mem:
+        searched = ranking(mem)
+        assert mem.index_status().searched_in_store >= 1
+    with _open(factory) as mem:
+        mem.preload(viewer)
+        exact = ranking(mem)
+    return searched, exact
+
+
+KEYWORD_QUERIES = [
+    "budget review Thursday",
+    "lentil soup paprika",
+    "deploy pipeline cache",
+    "volcanoes library Friday",
+    "espresso descaling",
+    "lighthouse keeper",
+]
+
+
+def test_keyword_ranking_in_a_mirror_is_exact_through_writes_rewordings_and_folds(
+    store_factory: StoreFactory,
+) -> None:
+    """The mirror's postings hold the keyword side whole: a later process ranks exactly as
+    one that loads the partition, with memories written after the mirror was copied (its
+    tail), memories reworded, and once the tail is folded into the postings."""
+    with _open(store_factory) as mem:
+        originals = mem.remember_many(_public(40))
+        mem.remember("alice's budget review notes are in the blue folder", scope=ALICE)
+        _ids(mem, "warm up", ALICE)  # mirrors the public partition
+        mem.remember_many(_public(25, tag="later"))  # the tail
+        for n, memory_id in enumerate(originals[:6]):
+            mem.update(memory_id, content=f"reworded {n}: the lighthouse keeper retires in May")
+    searched, exact = _exact_and_searched(store_factory, ALICE, KEYWORD_QUERIES)
+    assert searched == exact
+    # The reworded ones match by their new words only (their old ones are no longer listed).
+    lighthouse = {i for i, (_, keyword) in searched["lighthouse keeper"].items() if keyword}
+    assert lighthouse == set(originals[:6])
+    paprika = {i for i, (_, keyword) in searched["lentil soup paprika"].items() if keyword}
+    assert paprika and not paprika & lighthouse
+    with _open(store_factory) as mem:
+        mem.mirror_large_partitions()  # folds the tail into the postings
+        mem.remember_many(_public(5, tag="after the fold"))
+    searched, exact = _exact_and_searched(store_factory, ALICE, KEYWORD_QUERIES)
+    assert searched == exact
+
+
+def test_a_tail_past_the_fold_size_is_folded_by_a_writing_process_and_stays_exact(
+    store_factory: StoreFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memento_core._storage import _postings
+
+    monkeypatch.setattr(_postings, "FOLD_AT", 10)
+    with _open(store_factory) as mem:
+        mem.remember_many(_public(30))
+        _ids(mem, "warm up", ALICE)
+    with _open(store_factory) as mem:
+        for n in range(4):
+            mem.remember_many(_public(6, tag=f"batch {n}"))
+            _ids(mem, "budget review", ALICE)  # a recall may start a fold in the background
+    # Closed: the folds in flight finished. The tail is short again, and nothing was lost.
+    with _open(store_factory) as mem:
+        mirrors = mem._engine.store.mirrors
+        assert all(mirrors.postings.tail_size(d) < 12 for d in mirrors.ready())
+        assert len(_ids(mem, "note", ALICE, limit=60)) == 54
+    searched, exact = _exact_and_searched(store_factory, ALICE, KEYWORD_QUERIES)
+    assert searched == exact
+
+
+def test_an_erased_memory_leaves_no_mention_in_the_mirror_postings(
+    store_factory: StoreFactory,
+) -> None:
+    secret = "the safe combination is nine four seven zanzibar"
+    with _open(store_factory) as mem:
+        mem.remember_many(_public(30))
+        target = mem.remember(secret, scope=CAROL, privacy="public")
+        mem.mirror_large_partitions()
+        later = mem.remember(
+            "zanzibar ferry schedule for the summer", scope=CAROL, privacy="public"
+        )
+        mem.forget(target, hard=True)
+        prefix, client = mem.collection_prefix, mem._engine.store._chroma.client
+        postings = client.get_collection(f"{prefix}_postings")
+        stored = postings.get(include=["metadatas"])
+        assert stored["ids"]  # the postings are there, and name it nowhere
+        assert not any(target in record_id for record_id in stored["ids"])
+        assert not any(target in str(meta) for meta in stored["metadatas"])
+    with _open(store_factory) as mem:
+        assert _ids(mem, "zanzibar", ALICE, limit=5) == [later]
+    searched, exact = _exact_and_searched(store_factory, ALICE, ["zanzibar combination"])
+    assert searched == exact
+
+
+def test_a_mirror_copied_before_postings_is_searched_by_term_lookups_until_they_are_written(
+    store_factory: StoreFactory,
+) -> None:
+    with _open(store_factory) as mem:
+        mem.remember_many(_public(30))
+        mem.mirror_large_partitions()
+        prefix, client = mem.collection_prefix, mem._engine.store._chroma.client
+    client.delete_collection(f"{prefix}_postings")  # as a store mirrored by an older Memento
+    with _open(store_factory) as mem:
+        hits = mem.recall("smoked paprika lentil soup", scope=BOB, limit=5)
+        assert all("paprika" in hit.item.content for hit in hits[:4])
+        assert mem.mirror_large_partitions() == 0  # nothing to copy; postings written
+    searched, exact = _exact_and_searched(store_factory, ALICE, KEYWORD_QUERIES)
+    assert searched == exact

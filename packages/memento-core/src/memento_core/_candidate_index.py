@@ -13,6 +13,7 @@ import threading
 import unicodedata
 from array import array
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +23,20 @@ from memento_core._visibility import PRIVACY_CODES, Visibility, visible_mask
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
+
+    from memento_core._storage._postings import StoredPostings
+
+
+@dataclass(frozen=True)
+class Elsewhere:
+    """BM25 statistics over memories a viewer may see that the index does not hold (the
+    partitions searched in the store): how many, each term's document frequency there, and
+    their summed length (None: estimated from the texts scored)."""
+
+    memories: int
+    frequency: Mapping[str, int]
+    total_length: float | None = None
+
 
 PER_MEMORY_BYTES = 200
 """Index memory a memory costs besides its vector and postings: its id string, the id → row
@@ -435,11 +450,17 @@ class CandidateIndex:
         limit: int,
         viewer_user: str | None = None,
         viewer_project: str | None = None,
+        stored: StoredPostings | None = None,
     ) -> list[tuple[str, float]]:
-        """The ``limit`` best (id, BM25 score) pairs among memories the viewer may see."""
+        """The ``limit`` best (id, BM25 score) pairs among memories the viewer may see: those
+        held here, and with ``stored``, those of the partitions searched in the store (their
+        postings for the query's terms; none of them held here), with the statistics taken
+        over both."""
         import numpy as np
 
         terms = list(dict.fromkeys(tokenize(query)))
+        if stored is not None:
+            return self._search_with(terms, limit, viewer_user, viewer_project, stored)
         with self._lock:
             if not terms or not self._live_count:
                 return []
@@ -451,6 +472,75 @@ class CandidateIndex:
                 hits = hits[np.argpartition(-scores[hits], limit - 1)[:limit]]
             hits = hits[np.argsort(-scores[hits], kind="stable")]
             return [(self._ids[i], float(scores[i])) for i in hits]
+
+    def _search_with(
+        self,
+        terms: list[str],
+        limit: int,
+        viewer_user: str | None,
+        viewer_project: str | None,
+        stored: StoredPostings,
+    ) -> list[tuple[str, float]]:
+        import numpy as np
+
+        if not terms:
+            return []
+        with self._lock:
+            visible = self._visible_mask(viewer_user, viewer_project) if self._ids else None
+            here = self._statistics(terms, visible)
+            count = here[0] + stored.memories
+            if not count:
+                return []
+            average = (here[1] + stored.total_length) / count or 1.0
+            frequency = {t: here[2][t] + len(stored.postings.get(t, ((),))[0]) for t in terms}
+            hits: list[tuple[str, float]] = []
+            if visible is not None and here[0]:
+                scores = self._scores(terms, visible, statistics=(count, average, frequency))
+                if scores is not None:
+                    best = np.flatnonzero(scores > 0)
+                    if best.size > limit:
+                        best = best[np.argpartition(-scores[best], limit - 1)[:limit]]
+                    hits = [(self._ids[i], float(scores[i])) for i in best]
+        codes: list[Any] = []
+        gains: list[Any] = []
+        for term in terms:
+            found = stored.postings.get(term)
+            if found is None or not frequency[term]:
+                continue
+            _, numbers, tf, lengths = found
+            df = frequency[term]
+            idf = math.log(1.0 + (count - df + 0.5) / (df + 0.5))
+            norm = tf + self.k1 * (1.0 - self.b + self.b * lengths / average)
+            codes.append(numbers)
+            gains.append(idf * tf * (self.k1 + 1.0) / norm)
+        if codes:
+            summed = np.bincount(np.concatenate(codes), weights=np.concatenate(gains))
+            best = np.flatnonzero(summed > 0)
+            if best.size > limit:
+                best = best[np.argpartition(-summed[best], limit - 1)[:limit]]
+            hits += [(stored.ids[int(c)], float(summed[c])) for c in best]
+        hits.sort(key=lambda hit: (-hit[1], hit[0]))
+        return hits[:limit]
+
+    def _statistics(self, terms: Sequence[str], visible: Any) -> tuple[int, float, dict[str, int]]:
+        """How many memories the viewer may see here, their summed length, and each term's
+        document frequency among them."""
+        import numpy as np
+
+        if visible is None:
+            return 0, 0.0, dict.fromkeys(terms, 0)
+        count = int(visible.sum())
+        lengths = np.frombuffer(self._lengths, dtype=np.float32)
+        total = float(lengths[visible].sum()) if count else 0.0
+        frequency = {}
+        for term in terms:
+            postings = self._postings.get(term)
+            frequency[term] = (
+                int(visible[np.frombuffer(postings[0], dtype=np.int32)].sum())
+                if postings is not None
+                else 0
+            )
+        return count, total, frequency
 
     def scores_for(
         self,
@@ -477,17 +567,15 @@ class CandidateIndex:
         query: str,
         texts: Mapping[str, str],
         *,
-        elsewhere: tuple[int, Mapping[str, int]] | None = None,
+        elsewhere: Elsewhere | None = None,
         viewer_user: str | None = None,
         viewer_project: str | None = None,
     ) -> dict[str, float]:
         """BM25 scores of these memories (id → text), with the statistics taken over the
         memories the viewer may see here and those it may see ``elsewhere`` (partitions searched
-        in the store: how many memories they hold, and each term's document frequency there),
-        or, without those, over those of these texts the index does not hold: an estimate of
-        the statistics over all the viewer may see. Those with no keyword match are left out."""
-        import numpy as np
-
+        in the store), or, without those, over those of these texts the index does not hold: an
+        estimate of the statistics over all the viewer may see. Those with no keyword match
+        are left out."""
         terms = list(dict.fromkeys(tokenize(query)))
         if not terms or not texts:
             return {}
@@ -496,30 +584,26 @@ class CandidateIndex:
         with self._lock:
             extra = [i for i in counted if i not in self._index_of]
             visible = self._visible_mask(viewer_user, viewer_project) if self._ids else None
-            count = int(visible.sum()) if visible is not None else 0
-            lengths_here = np.frombuffer(self._lengths, dtype=np.float32)
-            total = float(lengths_here[visible].sum()) if count else 0.0
-            df_here = {}
-            for term in terms:
-                postings = self._postings.get(term)
-                df_here[term] = (
-                    int(visible[np.frombuffer(postings[0], dtype=np.int32)].sum())
-                    if postings is not None and visible is not None
-                    else 0
-                )
-        if extra:  # the mean length: of what is held here and the texts from elsewhere
-            mean_extra = sum(lengths[i] for i in extra) / len(extra)
-        added = len(extra) if elsewhere is None else max(elsewhere[0], len(extra))
-        average = (total + (mean_extra * added if extra else 0.0)) / (count + added) or 1.0
-        count += added
+            count, total, df_here = self._statistics(terms, visible)
+        if elsewhere is not None and elsewhere.total_length is not None:
+            total += elsewhere.total_length
+            count += elsewhere.memories
+        else:
+            mean_extra = sum(lengths[i] for i in extra) / len(extra) if extra else 0.0
+            added = len(extra) if elsewhere is None else max(elsewhere.memories, len(extra))
+            total += mean_extra * added
+            count += added
+        average = total / count if count else 1.0
+        average = average or 1.0
         scores: dict[str, float] = {}
         for term in terms:
+            holding = sum(1 for i in extra if term in counted[i])
             if elsewhere is None:
-                df = df_here[term] + sum(1 for i in extra if term in counted[i])
+                df = df_here[term] + holding
+            elif elsewhere.total_length is not None:  # exact: every memory elsewhere counted
+                df = df_here[term] + elsewhere.frequency.get(term, 0)
             else:
-                df = df_here[term] + max(
-                    elsewhere[1].get(term, 0), sum(1 for i in extra if term in counted[i])
-                )
+                df = df_here[term] + max(elsewhere.frequency.get(term, 0), holding)
             if not df:
                 continue
             idf = math.log(1.0 + (count - df + 0.5) / (df + 0.5))
@@ -531,9 +615,16 @@ class CandidateIndex:
                     scores[memory_id] = scores.get(memory_id, 0.0) + gained
         return scores
 
-    def _scores(self, terms: list[str], visible: Any) -> npt.NDArray[np.float64] | None:
+    def _scores(
+        self,
+        terms: list[str],
+        visible: Any,
+        *,
+        statistics: tuple[int, float, Mapping[str, int]] | None = None,
+    ) -> npt.NDArray[np.float64] | None:
         """BM25 scores of the visible memories (zero elsewhere), with the statistics taken
-        over the visible memories alone."""
+        over the visible memories alone, or the given ones (count, mean length, document
+        frequencies)."""
         import numpy as np
 
         count = int(visible.sum())
@@ -541,6 +632,8 @@ class CandidateIndex:
             return None
         lengths = np.frombuffer(self._lengths, dtype=np.float32)
         average = float(lengths[visible].sum()) / count or 1.0
+        if statistics is not None:
+            count, average, _ = statistics
         scores = np.zeros(len(self._ids), dtype=np.float64)
         found = False
         for term in terms:
@@ -552,6 +645,8 @@ class CandidateIndex:
             df = int(seen.sum())
             if not df:
                 continue
+            if statistics is not None:
+                df = statistics[2][term]
             docs = docs[seen]
             tf = np.frombuffer(postings[1], dtype=np.float32)[seen]
             idf = math.log(1.0 + (count - df + 0.5) / (df + 0.5))

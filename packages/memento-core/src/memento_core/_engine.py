@@ -96,6 +96,7 @@ class _Shared:
         self.repository = repository
         self.engines = 0  # open instances; the last to close closes the client
         self.writers = 0  # open writing instances of an embedded store: they hold its lock
+        self.writable = 0  # open writing instances, of any store
         self.alone = False  # the feed has been read since the lock was taken: no one else writes
         self.lock = threading.RLock()
         self.partitions = PartitionedIndex(budget_bytes)
@@ -217,7 +218,18 @@ class Engine:
             gone=lambda: self._closed or self.store.gone(),
         )
         self._closed = False
+        self._writable(+1)
         self._start()
+
+    def _writable(self, change: int) -> None:
+        """Count this process's writing instances of the store: while it has one, it folds
+        the tails of mirrored partitions' postings (``_postings``)."""
+        if not self.read_only:
+            with self._shared.lock:
+                self._shared.writable += change
+                self.store.mirrors.postings.may_fold = self._shared.writable > 0
+            if not self.store.mirrors.postings.may_fold:
+                self.store.mirrors.postings.wait_folds()
 
     # ------------------------------------------------------------------ state
 
@@ -267,6 +279,7 @@ class Engine:
         if not self.read_only:
             with contextlib.suppress(Exception):  # unfolded writes stay listed by the feed
                 self.store.fold_directory()
+        self._writable(-1)
         close_shared(self._shared, writer=not self.read_only)
 
     def written(self, items: list[MemoryItem]) -> None:
@@ -436,7 +449,9 @@ class Engine:
     ) -> int:
         """Copy every partition past ``limit`` (else the load limit) that has no mirror into
         one now (a store written before mirrors, or one whose large partitions no process has
-        loaded since); returns how many were copied. ``on_progress`` gets the memories copied."""
+        loaded since); returns how many were copied. ``on_progress`` gets the memories copied.
+        Every mirror's keyword postings are brought up to date too: written for a mirror
+        copied before they existed, the tail folded into them otherwise (``_postings``)."""
         self.check_writable()
         limit = limit if limit is not None else self.load_limit
         if limit is None:
@@ -452,6 +467,16 @@ class Engine:
                     sizes[d] = sizes.get(d, 0) + 1
         ready = self.store.mirrors.ready()
         copied = 0
+        for name in sorted(ready):  # their keyword side: written, or its tail folded
+            if not self.store.mirrors.has_postings(name):  # copied before postings existed
+                held = self.store.mirrors.held(name)
+                texts = {i.id: i.content for i in self.store.items_by_id(held)}
+                found = [i for i in held if i in texts]
+                self.store.mirrors.index_postings(name, found, [texts[i] for i in found])
+                if on_progress:
+                    on_progress(len(found))
+            elif self.store.mirrors.postings.tail_size(name):
+                self.store.mirrors.postings.fold(name)
         for name, size in sizes.items():
             if size <= limit or name in ready or not self.store.mirrors.start(name):
                 continue

@@ -281,7 +281,9 @@ class Memento:
         collection of its own, so processes with a load limit search it there (safe beside
         other writers). The first such process to load a large partition does this for it
         anyway; a store written by an older Memento, or a benchmark, does it at once here.
-        ``on_progress`` gets the memories copied. Returns the partitions copied."""
+        ``on_progress`` gets the memories copied. Each mirror's keyword postings are brought
+        up to date as well (what was written since they were folded is folded in). Returns the
+        partitions copied."""
         if limit is not None and (
             isinstance(limit, bool) or not isinstance(limit, int) or limit < 1
         ):

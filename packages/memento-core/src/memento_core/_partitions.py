@@ -193,6 +193,17 @@ class PartitionedIndex:
                     self._following[key] = self._followed_since.setdefault(key, now)
                     self._by_digest[digest(key)] = key
 
+    def held_for(self, keys: Iterable[str]) -> set[str]:
+        """What this index holds of these partitions that a partition searched in the store
+        may list too: the memories of loaded user and team partitions (a team memory is in
+        its owner's and its project's) and those followed (``follow``)."""
+        with self._lock:
+            held: set[str] = set()
+            for key in keys:
+                if key in self._members and (key != PUBLIC or key in self._following):
+                    held |= self._members[key]
+            return held
+
     def holds(self, memory_id: str) -> bool:
         return memory_id in self._keys_of
 

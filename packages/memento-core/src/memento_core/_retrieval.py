@@ -19,9 +19,10 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from memento_core import _history as history
-from memento_core._candidate_index import matched_terms, tokenize
+from memento_core._candidate_index import Elsewhere, matched_terms, tokenize
 from memento_core._filters import RecallFilter
 from memento_core._model import MemoryItem, Scope, as_utc, check_text, utcnow
+from memento_core._partitions import needed_by
 from memento_core._ranking import Candidate, RankingWeights, Recalled, rank
 from memento_core._visibility import check_viewer, is_visible
 from memento_core.errors import InvalidInput
@@ -162,12 +163,25 @@ def candidates(
 
     far = engine.ready_for(viewer)  # partitions searched in the store (``_mirrors``)
     index = engine.index
-    visible_to = {"viewer_user": viewer.user_id, "viewer_project": viewer.project_id}
-    keyword_hits = index.search(query, limit=depth, **visible_to)
-    far_keywords = FarKeywords([], 0, {})
-    if far:  # and the best keyword matches of the partitions searched in the store
+    visible_to: dict[str, Any] = {
+        "viewer_user": viewer.user_id,
+        "viewer_project": viewer.project_id,
+    }
+    elsewhere: Elsewhere | None = None  # the keyword statistics of those
+    stored = None
+    if far:  # their postings (``_postings``), scored with what is held here
+        held = engine.partitions.held_for(needed_by(viewer))
+        terms = list(dict.fromkeys(tokenize(query)))
+        stored = engine.store.mirrors.keyword_postings(far, terms, held=held)
+    if stored is not None:
+        keyword_hits = index.search(query, limit=depth, stored=stored, **visible_to)
+        elsewhere = Elsewhere(stored.memories, stored.frequency, stored.total_length)
+    else:
+        keyword_hits = index.search(query, limit=depth, **visible_to)
+    if far and stored is None:  # mirrors written before postings: their terms looked up
         far_keywords = far_keyword_hits(engine, far, query, depth)
         keyword_hits += [(i, 0.0) for i in far_keywords.ranked]
+        elsewhere = Elsewhere(far_keywords.memories, far_keywords.frequency)
     keyword_scores = dict(keyword_hits)
     # The nearest memories the viewer may see, read from the store by id; visibility and
     # the filter are decided on the records read (``is_visible``, ``admits``). A ``where``
@@ -255,16 +269,12 @@ def candidates(
             query, [i for i in scored if i not in keyword_scores], **visible_to
         ).items():
             scored[memory_id].keyword = score
-    if far_vectors:
-        # Some found in a mirror: every candidate is scored on the text read, with statistics
-        # over what is held here and those (``scores_of_texts``), so all are scored alike.
+    if elsewhere is not None:
+        # Some partitions searched in the store: every candidate is scored on the text read,
+        # with statistics over what is held here and there (``scores_of_texts``), so all are
+        # scored alike.
         texts = {i: admitted[i].content for i in scored}
-        keyword = index.scores_of_texts(
-            query,
-            texts,
-            elsewhere=(far_keywords.memories, far_keywords.frequency),
-            **visible_to,
-        )
+        keyword = index.scores_of_texts(query, texts, elsewhere=elsewhere, **visible_to)
         for memory_id, candidate in scored.items():
             candidate.keyword = keyword.get(memory_id, 0.0)
     for memory_id in reworded:  # the index's keyword score is for the text of now

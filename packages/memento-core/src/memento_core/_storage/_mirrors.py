@@ -31,11 +31,12 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Container, Sequence
+from collections.abc import Callable, Container, Sequence, Set
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from memento_core._storage._chroma import PLACEHOLDER_VECTOR, ChromaStore
+from memento_core._storage._postings import OVERLAP_US, PartitionPostings, StoredPostings
 from memento_core.errors import StoreUnavailable
 
 KIND = "partition_mirror"
@@ -78,12 +79,30 @@ class PartitionMirrors:
         self._starting = threading.Lock()
         self._catalog: dict[str, tuple[str, int]] = {}  # digest → (state, listed at µs)
         self._read_at = -1.0
-        self.sole_writer = False
-        """This process holds the embedded store's write lock (``_engine.open_shared``)."""
         self._collections: dict[str, Any] = {}
         self._sizes: dict[str, tuple[int, float]] = {}  # digest → (count, when counted)
         self._pool: ThreadPoolExecutor | None = None
         self._common: set[tuple[str, str]] = set()  # (mirror, term) found ``limit`` times
+        self.postings = PartitionPostings(
+            chroma, mirror=self._mirror, shared=shared, counts_of=self._counts
+        )
+        """Their keyword side (``_postings``)."""
+        self._sole_writer = False
+
+    @property
+    def sole_writer(self) -> bool:
+        """This process holds the embedded store's write lock (``_engine.open_shared``)."""
+        return self._sole_writer
+
+    @sole_writer.setter
+    def sole_writer(self, value: bool) -> None:
+        self._sole_writer = self.postings.sole_writer = value
+
+    def _counts(self, text: str) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for term in self._terms_of(text):
+            counts[term] = counts.get(term, 0) + 1
+        return counts
 
     # ------------------------------------------------------------------ catalog
 
@@ -137,23 +156,60 @@ class PartitionMirrors:
     def copy(
         self, digest: str, ids: Sequence[str], vectors: Sequence[Any], texts: Sequence[str]
     ) -> None:
-        """Put memories a build read into the mirror (pages of ``COPY_PAGE``)."""
+        """Put memories a build read into the mirror (pages of ``COPY_PAGE``), then write
+        their postings as the base, as of when the build was listed (what was written from
+        then on reached the mirror with its stamp: the tail, ``_postings``)."""
+        counts = [self._counts(text) for text in texts]
         for start in range(0, len(ids), COPY_PAGE):
             page = slice(start, start + COPY_PAGE)
-            self._upsert(digest, ids[page], vectors[page], texts[page])
+            self._upsert(digest, ids[page], vectors[page], counts[page], stamped=False)
+        listed = self.catalog().get(digest)
+        mark = (listed[1] if listed is not None else _now_us()) - OVERLAP_US
+        self.postings.write_base(digest, zip(ids, counts), mark)
+
+    def index_postings(self, digest: str, ids: Sequence[str], texts: Sequence[str]) -> None:
+        """Write the postings of a mirror copied before postings existed (``ids``: what the
+        mirror holds, as read now): the tail is what reaches it from a moment before on."""
+        mark = _now_us() - OVERLAP_US
+        self.postings.write_base(digest, zip(ids, map(self._counts, texts)), mark)
+
+    def has_postings(self, digest: str) -> bool:
+        return self.postings.head(digest, fresh=True) is not None
+
+    def held(self, digest: str) -> list[str]:
+        """The ids a mirror holds."""
+        return list(self._mirror(digest).get(include=[])["ids"])
 
     def _upsert(
-        self, digest: str, ids: Sequence[str], vectors: Sequence[Any], texts: Sequence[str]
+        self,
+        digest: str,
+        ids: Sequence[str],
+        vectors: Sequence[Any],
+        counts: Sequence[dict[str, int]],
+        *,
+        stamped: bool = True,
     ) -> None:
+        at = _now_us()
         self._mirror(digest).upsert(
             ids=list(ids),
             embeddings=[list(map(float, v)) for v in vectors],
-            metadatas=[self._metadata(text) for text in texts],
+            metadatas=[self._metadata(c, at if stamped else None) for c in counts],
         )
+        if stamped:
+            self.postings.noted(digest, list(zip(ids, counts)), at)
 
-    def _metadata(self, text: str) -> dict[str, Any]:
-        terms = sorted(set(self._terms_of(text)))
-        return {"terms": terms, "term_count": len(terms)} if terms else {"term_count": 0}
+    @staticmethod
+    def _metadata(counts: dict[str, int], at: int | None) -> dict[str, Any]:
+        """A mirrored memory's keyword terms (for lookups), their counts and its length (for
+        the tail of its postings), and when it was put (``at``: none for a build's copy)."""
+        terms = sorted(counts)
+        meta: dict[str, Any] = {"term_count": len(terms), "length": sum(counts.values())}
+        if terms:
+            meta["terms"] = terms
+            meta["tf"] = [counts[t] for t in terms]
+        if at is not None:
+            meta["at"] = at
+        return meta
 
     def finish(self, digest: str) -> None:
         self._list(digest, READY)
@@ -164,6 +220,7 @@ class PartitionMirrors:
             self._collections.pop(digest, None)
             self._catalog.pop(digest, None)
         self._chroma.meta.delete(ids=[f"mirror:{digest}"])
+        self.postings.drop(digest)
         self._chroma.drop_collection(self._name(digest))
 
     # ------------------------------------------------------------------ writes
@@ -186,9 +243,13 @@ class PartitionMirrors:
             for d in memory_digests:
                 if d in listed and d not in besides:
                     by_mirror.setdefault(d, []).append(n)
+        counted: dict[int, dict[str, int]] = {}
         for d, rows in by_mirror.items():
+            for n in rows:
+                if n not in counted:
+                    counted[n] = self._counts(texts[n])
             self._upsert(
-                d, [ids[n] for n in rows], [vectors[n] for n in rows], [texts[n] for n in rows]
+                d, [ids[n] for n in rows], [vectors[n] for n in rows], [counted[n] for n in rows]
             )
         return set(listed)
 
@@ -205,9 +266,15 @@ class PartitionMirrors:
             self._mirror(d).delete(ids=ids)
 
     def delete(self, ids: Sequence[str]) -> None:
-        """Take memories about to be erased out of every mirror."""
+        """Take memories about to be erased out of every mirror and its postings."""
         for d in self.catalog(fresh=True):
-            self._mirror(d).delete(ids=list(ids))
+            mirror = self._mirror(d)
+            found = mirror.get(ids=list(ids), include=["metadatas"])
+            self.postings.scrub(
+                d,
+                {i: list(m.get("terms") or ()) for i, m in zip(found["ids"], found["metadatas"])},
+            )
+            mirror.delete(ids=list(ids))
 
     # ------------------------------------------------------------------ reads
 
@@ -234,6 +301,12 @@ class PartitionMirrors:
                 for i, d, v in zip(found["ids"][0], found["distances"][0], found["embeddings"][0])
             ]
         return hits
+
+    def keyword_postings(
+        self, digests: Sequence[str], terms: Sequence[str], *, held: Set[str] = frozenset()
+    ) -> StoredPostings | None:
+        """The postings of ``terms`` in these mirrored partitions (``_postings.gather``)."""
+        return self.postings.gather(digests, terms, held=held)
 
     def containing(
         self, digests: Sequence[str], terms: Sequence[str], limit: int
