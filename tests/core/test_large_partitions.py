@@ -342,17 +342,19 @@ def test_without_a_load_limit_every_partition_is_loaded_and_searched_exactly(
 def _exact_and_searched(
     factory: StoreFactory, viewer: Scope, queries: list[str]
 ) -> tuple[dict[str, dict[str, tuple[float, float]]], dict[str, dict[str, tuple[float, float]]]]:
-    """Each query's hits with their relevance parts (dense, keyword) in a process that searches
-    the mirrored partitions in the store, and in one that loads them whole (exact). Similarity
-    to three places (Chroma's and numpy's float32 sums differ in the fourth), keyword scores
-    to two: a memory reworded since the postings were folded is weighed with its former
-    length estimated (``_postings``)."""
+    """Each query's relevant hits with their relevance parts (dense, keyword) in a process that
+    searches the mirrored partitions in the store, and in one that loads them whole (exact).
+    Compared within a thousandth for similarity (Chroma's and numpy's float32 sums differ
+    in the fourth place), a hundredth for keyword scores: a memory reworded since the
+    postings were folded is weighed with its former length estimated (``_postings``)."""
 
     def ranking(mem: Memento) -> dict[str, dict[str, tuple[float, float]]]:
         return {
             query: {
-                hit.item.id: (round(hit.reason.dense, 3), round(hit.reason.keyword, 2))
+                hit.item.id: (hit.reason.dense, hit.reason.keyword)
                 for hit in mem.recall(query, scope=viewer, limit=100)
+                # HNSW may leave out the least similar; the keyword side leaves out nothing
+                if hit.reason.keyword > 0 or hit.reason.dense > 0.3
             }
             for query in queries
         }
@@ -364,6 +366,23 @@ def _exact_and_searched(
         mem.preload(viewer)
         exact = ranking(mem)
     return searched, exact
+
+
+def _differences(
+    searched: dict[str, dict[str, tuple[float, float]]],
+    exact: dict[str, dict[str, tuple[float, float]]],
+) -> list[tuple[str, str, tuple[float, float] | None, tuple[float, float] | None]]:
+    """What the two disagree on: a hit one of them lacks, or relevance parts apart."""
+
+    def apart(a: tuple[float, float] | None, b: tuple[float, float] | None) -> bool:
+        return a is None or b is None or abs(a[0] - b[0]) > 1e-3 or abs(a[1] - b[1]) > 0.01
+
+    return [
+        (query, memory_id, searched[query].get(memory_id), exact[query].get(memory_id))
+        for query in exact
+        for memory_id in sorted(set(searched[query]) | set(exact[query]))
+        if apart(searched[query].get(memory_id), exact[query].get(memory_id))
+    ]
 
 
 KEYWORD_QUERIES = [
@@ -390,7 +409,7 @@ def test_keyword_ranking_in_a_mirror_is_exact_through_writes_rewordings_and_fold
         for n, memory_id in enumerate(originals[:6]):
             mem.update(memory_id, content=f"reworded {n}: the lighthouse keeper retires in May")
     searched, exact = _exact_and_searched(store_factory, ALICE, KEYWORD_QUERIES)
-    assert searched == exact
+    assert _differences(searched, exact) == [], _differences(searched, exact)
     # The reworded ones match by their new words only (their old ones are no longer listed).
     lighthouse = {i for i, (_, keyword) in searched["lighthouse keeper"].items() if keyword}
     assert lighthouse == set(originals[:6])
@@ -400,7 +419,7 @@ def test_keyword_ranking_in_a_mirror_is_exact_through_writes_rewordings_and_fold
         mem.mirror_large_partitions()  # folds the tail into the postings
         mem.remember_many(_public(5, tag="after the fold"))
     searched, exact = _exact_and_searched(store_factory, ALICE, KEYWORD_QUERIES)
-    assert searched == exact
+    assert _differences(searched, exact) == [], _differences(searched, exact)
 
 
 def test_a_tail_past_the_fold_size_is_folded_by_a_writing_process_and_stays_exact(
@@ -422,7 +441,7 @@ def test_a_tail_past_the_fold_size_is_folded_by_a_writing_process_and_stays_exac
         assert all(mirrors.postings.tail_size(d) < 12 for d in mirrors.ready())
         assert len(_ids(mem, "note", ALICE, limit=60)) == 54
     searched, exact = _exact_and_searched(store_factory, ALICE, KEYWORD_QUERIES)
-    assert searched == exact
+    assert _differences(searched, exact) == [], _differences(searched, exact)
 
 
 def test_an_erased_memory_leaves_no_mention_in_the_mirror_postings(
@@ -444,9 +463,10 @@ def test_an_erased_memory_leaves_no_mention_in_the_mirror_postings(
         assert not any(target in record_id for record_id in stored["ids"])
         assert not any(target in str(meta) for meta in stored["metadatas"])
     with _open(store_factory) as mem:
-        assert _ids(mem, "zanzibar", ALICE, limit=5) == [later]
+        found = _ids(mem, "zanzibar", ALICE, limit=5)
+        assert found[0] == later and target not in found
     searched, exact = _exact_and_searched(store_factory, ALICE, ["zanzibar combination"])
-    assert searched == exact
+    assert _differences(searched, exact) == [], _differences(searched, exact)
 
 
 def test_a_mirror_copied_before_postings_is_searched_by_term_lookups_until_they_are_written(
@@ -456,10 +476,11 @@ def test_a_mirror_copied_before_postings_is_searched_by_term_lookups_until_they_
         mem.remember_many(_public(30))
         mem.mirror_large_partitions()
         prefix, client = mem.collection_prefix, mem._engine.store._chroma.client
-    client.delete_collection(f"{prefix}_postings")  # as a store mirrored by an older Memento
+        client.delete_collection(f"{prefix}_postings")  # as if mirrored by an older Memento
     with _open(store_factory) as mem:
-        hits = mem.recall("smoked paprika lentil soup", scope=BOB, limit=5)
-        assert all("paprika" in hit.item.content for hit in hits[:4])
+        hits = mem.recall("smoked paprika lentil soup", scope=BOB, limit=30)
+        matched = [hit.item.content for hit in hits if hit.reason.keyword > 0]
+        assert len(matched) == 4 and all("paprika" in text for text in matched)
         assert mem.mirror_large_partitions() == 0  # nothing to copy; postings written
     searched, exact = _exact_and_searched(store_factory, ALICE, KEYWORD_QUERIES)
-    assert searched == exact
+    assert _differences(searched, exact) == [], _differences(searched, exact)
