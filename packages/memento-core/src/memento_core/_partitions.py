@@ -22,10 +22,11 @@ With a load limit (``partition_load_limit``; none by default), a partition listi
 loaded: the first
 process that loads it copies it into a collection of its own (``_storage._mirrors``), and from
 then on recall searches it there (``Engine.searched_in_store``). That is where recall becomes
-approximate: Chroma's HNSW finds the nearest memories, and the keyword side there is the
-memories holding the query's terms (at most ``FAR_TERM_LIMIT`` a term), scored in full on their
-text with the statistics estimated from what is read (``CandidateIndex.scores_of_texts``).
-``benchmarks/results/scale.md`` measures the agreement with exact search.
+approximate: Chroma's HNSW finds the nearest memories (``ef_search`` 200). The keyword side is
+exact: the partition's postings for the query's terms (``_storage._postings``) are scored with
+what the index holds, statistics over both — but for the length of a memory reworded since the
+postings were folded, which is estimated, and memories that left the partition since, which
+still count. ``benchmarks/results/scale.md`` measures the agreement with exact search.
 """
 
 from __future__ import annotations

@@ -5,7 +5,9 @@ vectors, with each memory's owner, project and privacy), loaded in partitions by
 memory as viewers need them (``_partitions``). Recall searches it exactly, then reads
 the candidates from Chroma by id and decides visibility and the filter on the records read.
 A partition too large to load is searched in its own collection instead (``_storage._mirrors``):
-its nearest memories join the exact ones, and are scored for keywords on the text read.
+its nearest memories join the exact ones, and its keyword postings (``_storage._postings``) are
+scored with the index's, statistics over both; every candidate is then scored for keywords on
+the text read, with those statistics, so all are scored alike.
 Chroma's own filtered vector query evaluates the ``where`` over the whole collection (~0.5 s at
 100k memories), so it is not used here.
 """

@@ -6,9 +6,12 @@ memory), and Chroma's filtered vector query evaluates its ``where`` over the who
 partition_search.md``). A partition in a collection of its own is searched by Chroma's HNSW with
 no ``where`` in 1-4 ms. So a partition past the load limit gets a **mirror**,
 ``<prefix>_mirror_<digest>``: the id and vector of each of its memories and, for the keyword
-side, the terms its text holds (as metadata: Chroma finds the memories holding a term through
-its metadata index, 2-14 ms a term in a mirror of 20,000). Nothing else: recall reads the
-memories it finds by id and decides visibility on what it reads.
+side, the terms its text holds with their counts, its length, and when it was put (``at``; none
+for a build's copy). Its BM25 postings are kept beside it (``_postings``): a base written when
+the mirror is built and folded now and then, and a tail, the memories put since, read from the
+mirror by their ``at``. Nothing else: recall reads the memories it finds by id and decides
+visibility on what it reads. (A mirror copied before postings existed is searched by term
+lookups on its metadata, ``containing``, until ``mirror_large_partitions`` writes them.)
 
 The **catalog** (records ``mirror:<digest>`` in ``<prefix>_meta``) lists the mirrored
 partitions: ``building`` from the moment a process starts copying one, ``ready`` once every
@@ -18,7 +21,7 @@ memory it held then is copied. Every writer keeps a mirror listed in the catalog
   between the two leaves at most an id that recall finds gone, never a stored memory the
   mirror lacks; and after it is logged, into a mirror listed meanwhile;
 - a memory that left a partition (a change of privacy) is taken out of that mirror after it is
-  stored; an erased one is taken out of every mirror before it is erased;
+  stored; an erased one is taken out of every mirror, and its postings, before it is erased;
 - a writer reads the catalog again when its copy is older than ``CATALOG_TTL``, and a process
   starting a mirror on a shared store waits ``2 * CATALOG_TTL`` before listing what to copy
   (in its own process, the listing is seen at once), so a write either sees the mirror listed
