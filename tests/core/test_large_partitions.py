@@ -449,22 +449,28 @@ def test_an_erased_memory_leaves_no_mention_in_the_mirror_postings(
 ) -> None:
     secret = "the safe combination is nine four seven zanzibar"
     with _open(store_factory) as mem:
-        mem.remember_many(_public(30))
+        public = mem.remember_many(_public(30))
         target = mem.remember(secret, scope=CAROL, privacy="public")
         mem.mirror_large_partitions()
-        later = mem.remember(
-            "zanzibar ferry schedule for the summer", scope=CAROL, privacy="public"
-        )
-        mem.forget(target, hard=True)
+        later = mem.remember("zanzibar ferry timetable", scope=CAROL, privacy="public")
+        # Reworded after the postings were written (they list it under its old words), and one
+        # made private (it leaves the public partition), then all erased.
+        mem.update(public[3], content="a reworded note about a rowing regatta")
+        mem.update(public[4], privacy="private")
+        erased = [target, public[3], public[4]]
+        for memory_id in erased:
+            mem.forget(memory_id, hard=True)
         prefix, client = mem.collection_prefix, mem._engine.store._chroma.client
         postings = client.get_collection(f"{prefix}_postings")
         stored = postings.get(include=["metadatas"])
-        assert stored["ids"]  # the postings are there, and name it nowhere
-        assert not any(target in record_id for record_id in stored["ids"])
-        assert not any(target in str(meta) for meta in stored["metadatas"])
+        assert stored["ids"]  # the postings are there, and name none of them
+        for memory_id in erased:
+            assert not any(memory_id in record_id for record_id in stored["ids"])
+            assert not any(memory_id in str(meta) for meta in stored["metadatas"])
     with _open(store_factory) as mem:
         found = _ids(mem, "zanzibar", ALICE, limit=5)
         assert found[0] == later and target not in found
+        assert not set(_ids(mem, "note", ALICE, limit=60)) & set(erased)
     searched, exact = _exact_and_searched(store_factory, ALICE, ["zanzibar combination"])
     assert _differences(searched, exact) == [], _differences(searched, exact)
 

@@ -24,9 +24,8 @@ process that loads it copies it into a collection of its own (``_storage._mirror
 then on recall searches it there (``Engine.searched_in_store``). That is where recall becomes
 approximate: Chroma's HNSW finds the nearest memories (``ef_search`` 200). The keyword side is
 exact: the partition's postings for the query's terms (``_storage._postings``) are scored with
-what the index holds, statistics over both — but for the length of a memory reworded since the
-postings were folded, which is estimated, and memories that left the partition since, which
-still count. ``benchmarks/results/scale.md`` measures the agreement with exact search.
+what the index holds, statistics over both — but for the former length of a memory reworded
+since the postings were folded, which is estimated. ``benchmarks/results/scale.md`` measures the agreement with exact search.
 """
 
 from __future__ import annotations

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Container, Sequence, Set
+from collections.abc import Callable, Container, Mapping, Sequence, Set
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -191,12 +191,22 @@ class PartitionMirrors:
         counts: Sequence[dict[str, int]],
         *,
         stamped: bool = True,
+        replaced: Sequence[str] = (),
     ) -> None:
+        mirror = self._mirror(digest)
+        earlier: dict[str, list[str]] = {}
+        if replaced:  # the terms its postings may list them under
+            found = mirror.get(ids=list(replaced), include=["metadatas"])
+            earlier = {i: _terms_ever(m) for i, m in zip(found["ids"], found["metadatas"])}
         at = _now_us()
-        self._mirror(digest).upsert(
+        metadatas = [self._metadata(c, at if stamped else None) for c in counts]
+        for memory_id, meta in zip(ids, metadatas):
+            if earlier.get(memory_id):
+                meta["earlier_terms"] = earlier[memory_id]
+        mirror.upsert(
             ids=list(ids),
             embeddings=[list(map(float, v)) for v in vectors],
-            metadatas=[self._metadata(c, at if stamped else None) for c in counts],
+            metadatas=metadatas,
         )
         if stamped:
             self.postings.noted(digest, list(zip(ids, counts)), at)
@@ -236,10 +246,13 @@ class PartitionMirrors:
         digests: Sequence[Sequence[str]],
         *,
         besides: Container[str] = (),
+        replacing: Sequence[bool] = (),
     ) -> set[str]:
         """Put memories into the mirrors of their partitions: before they are stored, and
         again after (``besides`` the mirrors they were put in then) for a mirror listed
-        meanwhile. Returns the mirrors listed now."""
+        meanwhile. ``replacing``: which replace a stored memory (whose former terms the
+        mirror keeps, so an erasure finds them in the postings). Returns the mirrors listed
+        now."""
         listed = self.catalog()
         by_mirror: dict[str, list[int]] = {}
         for n, memory_digests in enumerate(digests):
@@ -252,7 +265,11 @@ class PartitionMirrors:
                 if n not in counted:
                     counted[n] = self._counts(texts[n])
             self._upsert(
-                d, [ids[n] for n in rows], [vectors[n] for n in rows], [counted[n] for n in rows]
+                d,
+                [ids[n] for n in rows],
+                [vectors[n] for n in rows],
+                [counted[n] for n in rows],
+                replaced=[ids[n] for n in rows if n < len(replacing) and replacing[n]],
             )
         return set(listed)
 
@@ -266,18 +283,21 @@ class PartitionMirrors:
                 if d in listed:
                     leaving.setdefault(d, []).append(memory_id)
         for d, ids in leaving.items():
-            self._mirror(d).delete(ids=ids)
+            self._take_out(d, ids)
+
+    def _take_out(self, digest: str, ids: Sequence[str]) -> None:
+        """Take memories out of a mirror and out of its postings."""
+        mirror = self._mirror(digest)
+        found = mirror.get(ids=list(ids), include=["metadatas"])
+        self.postings.scrub(
+            digest, {i: _terms_ever(m) for i, m in zip(found["ids"], found["metadatas"])}
+        )
+        mirror.delete(ids=list(ids))
 
     def delete(self, ids: Sequence[str]) -> None:
         """Take memories about to be erased out of every mirror and its postings."""
         for d in self.catalog(fresh=True):
-            mirror = self._mirror(d)
-            found = mirror.get(ids=list(ids), include=["metadatas"])
-            self.postings.scrub(
-                d,
-                {i: list(m.get("terms") or ()) for i, m in zip(found["ids"], found["metadatas"])},
-            )
-            mirror.delete(ids=list(ids))
+            self._take_out(d, ids)
 
     # ------------------------------------------------------------------ reads
 
@@ -414,3 +434,9 @@ class PartitionMirrors:
             with self._lock:
                 self._collections[digest] = found
         return found
+
+
+def _terms_ever(meta: Mapping[str, Any]) -> list[str]:
+    """The terms a mirrored memory's postings may list it under: its own, and those of the
+    texts it replaced (until a fold, the base lists those)."""
+    return sorted(set(meta.get("terms") or ()) | set(meta.get("earlier_terms") or ()))

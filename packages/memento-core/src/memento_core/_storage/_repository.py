@@ -335,7 +335,8 @@ class Repository:
         self.directory.before_deferring()
         ids = [item.id for item in items]
         texts = [item.content for item in items]
-        mirrored = self.mirrors.put(ids, vectors, texts, partitions)  # first: see ``_mirrors``
+        # First: see ``_mirrors``.
+        mirrored = self.mirrors.put(ids, vectors, texts, partitions, replacing=replacing)
         left = self._partitions_before([i for i, r in zip(ids, replacing) if r])
         for write, replace in ((self._items.add, False), (self._items.upsert, True)):
             chosen = [n for n in range(len(items)) if replacing[n] == replace]
