@@ -317,6 +317,19 @@ def test_a_rare_word_in_a_large_partition_is_found_by_its_keyword(
         assert hits[0].reason.keyword == 1.0 and hits[0].reason.matched_terms == ("qwzrtk",)
 
 
+def test_the_default_load_limit_searches_a_large_partition_in_the_store(
+    store_factory: StoreFactory,
+) -> None:
+    with store_factory.open() as mem:  # the default limit, 500
+        mem.remember_many(_public(520))
+        mem.remember("alice's budget review notes are in the blue folder", scope=ALICE)
+        first = _relevance(mem, ALICE)  # loads the public partition, and mirrors it
+    with store_factory.open() as mem:
+        assert _relevance(mem, ALICE) == first
+        status = mem.index_status()
+        assert status.searched_in_store == 1 and status.memories == 1
+
+
 def test_without_a_load_limit_every_partition_is_loaded_and_searched_exactly(
     store_factory: StoreFactory,
 ) -> None:
@@ -326,7 +339,7 @@ def test_without_a_load_limit_every_partition_is_loaded_and_searched_exactly(
         assert mem.mirror_large_partitions() == 1
         searched = _relevance(mem, ALICE)  # public is searched in its mirror
         assert mem.index_status().memories == 1
-    with store_factory.open() as mem:  # no partition_load_limit: the default
+    with store_factory.open(partition_load_limit=None) as mem:  # every partition loaded
         exact = _relevance(mem, ALICE)
         assert exact == searched  # 30 memories: HNSW finds them all
         assert mem.index_status().memories == 31

@@ -18,14 +18,15 @@ index is compacted.
 The statistics BM25 ranks with are taken over what the viewer may see (``CandidateIndex``), so
 a viewer's results do not depend on which other partitions happen to be loaded.
 
-With a load limit (``partition_load_limit``; none by default), a partition listing more is not
-loaded: the first
-process that loads it copies it into a collection of its own (``_storage._mirrors``), and from
+Past the load limit (``partition_load_limit``, ``DEFAULT_LOAD_LIMIT`` unless the store is opened
+with another or None), a partition listing more is not loaded: the first process that loads it
+copies it into a collection of its own (``_storage._mirrors``), and from
 then on recall searches it there (``Engine.searched_in_store``). That is where recall becomes
 approximate: Chroma's HNSW finds the nearest memories (``ef_search`` 200). The keyword side is
 exact: the partition's postings for the query's terms (``_storage._postings``) are scored with
 what the index holds, statistics over both — but for the former length of a memory reworded
-since the postings were folded, which is estimated. ``benchmarks/results/scale.md`` measures the agreement with exact search.
+since the postings were folded, which is estimated. ``benchmarks/results/scale.md`` measures
+the agreement with exact search.
 """
 
 from __future__ import annotations
@@ -50,11 +51,12 @@ TEAM = "team:"
 DEFAULT_BUDGET_MB = 1024
 """The default index budget: a whole store of about 500,000 memories stays loaded."""
 
-SUGGESTED_LOAD_LIMIT = 500
-"""A load limit to opt in with (``Memento.open(partition_load_limit=...)``): a cold user loads
-its own and its project's partitions at about 0.3 ms a memory, so two of 500 stay within a
-quarter second. Off by default: a partition searched in the store ranks approximately (its
-keyword side above all: ``benchmarks/results/scale.md``)."""
+DEFAULT_LOAD_LIMIT = 500
+"""Partitions listing more memories are searched where they live (``Memento.open``'s
+``partition_load_limit``): a cold user loads its own and its project's partitions at about
+0.3 ms a memory, so two of 500 stay within a quarter second, and a larger one answers from its
+mirror (``_storage._mirrors``): at 1M memories on a server, 0.9965 of the exact top 10
+(``benchmarks/results/scale.md``)."""
 NOT_PUBLIC = frozenset([Privacy.PRIVATE.value, Privacy.TEAM.value])
 FILL_CHUNK = 1_000
 EVICT_TO = 0.8
