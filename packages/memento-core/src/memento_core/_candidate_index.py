@@ -31,11 +31,11 @@ if TYPE_CHECKING:
 class Elsewhere:
     """BM25 statistics over memories a viewer may see that the index does not hold (the
     partitions searched in the store): how many, each term's document frequency there, and
-    their summed length (None: estimated from the texts scored)."""
+    their summed length."""
 
     memories: int
     frequency: Mapping[str, int]
-    total_length: float | None = None
+    total_length: float
 
 
 PER_MEMORY_BYTES = 200
@@ -585,25 +585,20 @@ class CandidateIndex:
             extra = [i for i in counted if i not in self._index_of]
             visible = self._visible_mask(viewer_user, viewer_project) if self._ids else None
             count, total, df_here = self._statistics(terms, visible)
-        if elsewhere is not None and elsewhere.total_length is not None:
+        if elsewhere is not None:
             total += elsewhere.total_length
             count += elsewhere.memories
         else:
-            mean_extra = sum(lengths[i] for i in extra) / len(extra) if extra else 0.0
-            added = len(extra) if elsewhere is None else max(elsewhere.memories, len(extra))
-            total += mean_extra * added
-            count += added
+            total += sum(lengths[i] for i in extra)
+            count += len(extra)
         average = total / count if count else 1.0
         average = average or 1.0
         scores: dict[str, float] = {}
         for term in terms:
-            holding = sum(1 for i in extra if term in counted[i])
             if elsewhere is None:
-                df = df_here[term] + holding
-            elif elsewhere.total_length is not None:  # exact: every memory elsewhere counted
-                df = df_here[term] + elsewhere.frequency.get(term, 0)
+                df = df_here[term] + sum(1 for i in extra if term in counted[i])
             else:
-                df = df_here[term] + max(elsewhere.frequency.get(term, 0), holding)
+                df = df_here[term] + elsewhere.frequency.get(term, 0)
             if not df:
                 continue
             idf = math.log(1.0 + (count - df + 0.5) / (df + 0.5))

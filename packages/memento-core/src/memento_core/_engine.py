@@ -365,8 +365,14 @@ class Engine:
         missing = self._shared.partitions.missing(keys)
         if not missing:
             return ()
-        ready = self.store.mirrors.ready()
-        far = [key for key in missing if digest(key) in ready]
+        mirrors = self.store.mirrors
+        ready = mirrors.ready()
+        # A mirror copied before postings existed is not searched: its partition is loaded.
+        far = [
+            key
+            for key in missing
+            if digest(key) in ready and mirrors.has_postings(digest(key), fresh=False)
+        ]
         if self.read_only and not self.store.shared:
             self._shared.partitions.follow(far)
         return tuple(map(digest, far))
@@ -394,6 +400,9 @@ class Engine:
             yield from self._mirrored(key, self._read_records(key, ids))
             return
         records = self._read_records(key, ids)
+        if self._lacks_postings(name):
+            yield from self._with_postings(key, records)
+            return
         # Yielded as read, so the caller indexes a page while the next ones are read.
         if listed is None or len(listed.sealed) <= MERGE_AT or self.read_only:
             yield from self._entries(records)
@@ -418,6 +427,26 @@ class Engine:
                     list(self.store.index_records(ids, with_vectors=False))
                 )
         return records
+
+    def _lacks_postings(self, name: str) -> bool:
+        """Whether this load also writes the postings of its partition's mirror: one copied
+        before postings existed (``searched_in_store`` loads such a partition instead)."""
+        if self.read_only or self.load_limit is None:
+            return False
+        mirrors = self.store.mirrors
+        return name in mirrors.ready() and not mirrors.has_postings(name)
+
+    def _with_postings(self, key: str, records: Iterable[IndexRecord]) -> Iterator[Entry]:
+        """The partition's entries as read, their postings written once all are read."""
+        read_at = to_micros(utcnow())
+        ids: list[str] = []
+        texts: list[str] = []
+        for entry in self._entries(records):
+            if key in partitions_of(entry[2]):  # the directory may list some that left
+                ids.append(entry[0])
+                texts.append(entry[1])
+            yield entry
+        self.store.mirrors.index_postings(digest(key), ids, texts, read_at=read_at)
 
     def _starts_mirror(self, name: str, size: int) -> bool:
         """Whether this load also copies its partition into a mirror: the partition lists more

@@ -15,7 +15,6 @@ Chroma's own filtered vector query evaluates the ``where`` over the whole collec
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -33,8 +32,6 @@ if TYPE_CHECKING:
     from memento_core._engine import Engine
 
 MAX_RECALL_LIMIT = 1_000
-FAR_TERM_LIMIT = 300
-"""Memories a mirror gives for one term of a query (``far_keyword_hits``)."""
 
 
 def recall(
@@ -116,35 +113,6 @@ def recall(
     return results
 
 
-@dataclasses.dataclass
-class FarKeywords:
-    """The keyword side of the partitions searched in the store: the memories holding the
-    query's rarer terms, best first, and the statistics BM25 weighs terms with there."""
-
-    ranked: list[str]
-    memories: int
-    frequency: dict[str, int]
-
-
-def far_keyword_hits(engine: Engine, far: Sequence[str], query: str, depth: int) -> FarKeywords:
-    """Up to ``depth`` memories of the mirrored partitions ``far`` that hold the query's
-    terms, best first by the summed weight (idf) of the terms each holds: the keyword side's
-    candidates there, scored in full on their text once read (``scores_of_texts``). A mirror
-    gives at most ``FAR_TERM_LIMIT`` memories a term; a term holding more is common, and its
-    weight small."""
-    terms = list(dict.fromkeys(tokenize(query)))
-    count = engine.store.mirrors.size(far)
-    if not terms:
-        return FarKeywords([], count, {})
-    holding, frequency = engine.store.mirrors.containing(far, terms, FAR_TERM_LIMIT)
-    count = max(count, len(holding))
-    weight = {
-        term: math.log(1.0 + (count - df + 0.5) / (df + 0.5)) for term, df in frequency.items()
-    }
-    ranked = sorted(holding, key=lambda i: (-sum(weight[t] for t in holding[i]), i))
-    return FarKeywords(ranked[:depth], count, frequency)
-
-
 def candidates(
     engine: Engine,
     query: str,
@@ -175,15 +143,13 @@ def candidates(
         held = engine.partitions.held_for(needed_by(viewer))
         terms = list(dict.fromkeys(tokenize(query)))
         stored = engine.store.mirrors.keyword_postings(far, terms, held=held)
+        if stored is None:  # dropped meanwhile (its user erased): nothing of it is found
+            stored = engine.store.mirrors.keyword_postings((), terms, held=held)
     if stored is not None:
         keyword_hits = index.search(query, limit=depth, stored=stored, **visible_to)
         elsewhere = Elsewhere(stored.memories, stored.frequency, stored.total_length)
     else:
         keyword_hits = index.search(query, limit=depth, **visible_to)
-    if far and stored is None:  # mirrors written before postings: their terms looked up
-        far_keywords = far_keyword_hits(engine, far, query, depth)
-        keyword_hits += [(i, 0.0) for i in far_keywords.ranked]
-        elsewhere = Elsewhere(far_keywords.memories, far_keywords.frequency)
     keyword_scores = dict(keyword_hits)
     # The nearest memories the viewer may see, read from the store by id; visibility and
     # the filter are decided on the records read (``is_visible``, ``admits``). A ``where``

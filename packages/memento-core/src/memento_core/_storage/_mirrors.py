@@ -6,12 +6,14 @@ memory), and Chroma's filtered vector query evaluates its ``where`` over the who
 partition_search.md``). A partition in a collection of its own is searched by Chroma's HNSW with
 no ``where`` in 1-4 ms. So a partition past the load limit gets a **mirror**,
 ``<prefix>_mirror_<digest>``: the id and vector of each of its memories and, for the keyword
-side, the terms its text holds with their counts, its length, and when it was put (``at``; none
-for a build's copy). Its BM25 postings are kept beside it (``_postings``): a base written when
-the mirror is built and folded now and then, and a tail, the memories put since, read from the
-mirror by their ``at``. Nothing else: recall reads the memories it finds by id and decides
-visibility on what it reads. (A mirror copied before postings existed is searched by term
-lookups on its metadata, ``containing``, until ``mirror_large_partitions`` writes them.)
+side, the terms its text holds with their counts (one string, ``keywords``: a metadata array
+costs Chroma a row an element, which made a write of 4,000 memories 2.2 times slower than one
+string), its length, and when it was put (``at``; none for a build's copy). Its BM25 postings
+are kept beside it (``_postings``): a base written when the mirror is built and folded now
+and then, and a tail, the memories put since, read from the mirror by their ``at``. Nothing
+else: recall reads the memories it finds by id and decides
+visibility on what it reads. (A mirror copied before postings existed is not searched: its
+partition is loaded, and a process that may write writes its postings then.)
 
 The **catalog** (records ``mirror:<digest>`` in ``<prefix>_meta``) lists the mirrored
 partitions: ``building`` from the moment a process starts copying one, ``ready`` once every
@@ -35,7 +37,6 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Container, Mapping, Sequence, Set
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from memento_core._storage._chroma import PLACEHOLDER_VECTOR, ChromaStore
@@ -53,11 +54,6 @@ EF_SEARCH = 200
 """HNSW search breadth of a mirror. Chroma's default (100) agreed with exact search on 97.3 %
 of the top 10 at 100k memories on a server; 200 keeps it at or above 98 %."""
 COPY_PAGE = 1_000
-SIZE_TTL = 5.0
-LOOKUPS = 4
-COMMON_TERMS = 100_000
-"""Common (mirror, term) pairs a process remembers (``containing``)."""
-"""Term lookups in flight at once (``containing``)."""
 
 
 def _now_us() -> int:
@@ -83,11 +79,8 @@ class PartitionMirrors:
         self._catalog: dict[str, tuple[str, int]] = {}  # digest → (state, listed at µs)
         self._read_at = -1.0
         self._collections: dict[str, Any] = {}
-        self._sizes: dict[str, tuple[int, float]] = {}  # digest → (count, when counted)
-        self._pool: ThreadPoolExecutor | None = None
-        self._common: set[tuple[str, str]] = set()  # (mirror, term) found ``limit`` times
         self.postings = PartitionPostings(
-            chroma, mirror=self._mirror, shared=shared, counts_of=self._counts
+            chroma, mirror=self._mirror, shared=shared, counts_in=counts_in
         )
         """Their keyword side (``_postings``)."""
         self._sole_writer = False
@@ -170,14 +163,17 @@ class PartitionMirrors:
         mark = (listed[1] if listed is not None else _now_us()) - OVERLAP_US
         self.postings.write_base(digest, zip(ids, counts), mark)
 
-    def index_postings(self, digest: str, ids: Sequence[str], texts: Sequence[str]) -> None:
-        """Write the postings of a mirror copied before postings existed (``ids``: what the
-        mirror holds, as read now): the tail is what reaches it from a moment before on."""
-        mark = _now_us() - OVERLAP_US
+    def index_postings(
+        self, digest: str, ids: Sequence[str], texts: Sequence[str], *, read_at: int | None = None
+    ) -> None:
+        """Write the postings of a mirror copied before postings existed: ``ids`` and
+        ``texts``, what its partition held when read (at ``read_at``, µs, by default now);
+        the tail is what reaches the mirror from a moment before on."""
+        mark = (_now_us() if read_at is None else read_at) - OVERLAP_US
         self.postings.write_base(digest, zip(ids, map(self._counts, texts)), mark)
 
-    def has_postings(self, digest: str) -> bool:
-        return self.postings.head(digest, fresh=True) is not None
+    def has_postings(self, digest: str, *, fresh: bool = True) -> bool:
+        return self.postings.head(digest, fresh=fresh) is not None
 
     def held(self, digest: str) -> list[str]:
         """The ids a mirror holds."""
@@ -202,7 +198,7 @@ class PartitionMirrors:
         metadatas = [self._metadata(c, at if stamped else None) for c in counts]
         for memory_id, meta in zip(ids, metadatas):
             if earlier.get(memory_id):
-                meta["earlier_terms"] = earlier[memory_id]
+                meta["earlier"] = " ".join(earlier[memory_id])
         mirror.upsert(
             ids=list(ids),
             embeddings=[list(map(float, v)) for v in vectors],
@@ -213,13 +209,12 @@ class PartitionMirrors:
 
     @staticmethod
     def _metadata(counts: dict[str, int], at: int | None) -> dict[str, Any]:
-        """A mirrored memory's keyword terms (for lookups), their counts and its length (for
-        the tail of its postings), and when it was put (``at``: none for a build's copy)."""
-        terms = sorted(counts)
-        meta: dict[str, Any] = {"term_count": len(terms), "length": sum(counts.values())}
-        if terms:
-            meta["terms"] = terms
-            meta["tf"] = [counts[t] for t in terms]
+        """A mirrored memory's keyword terms with their counts and its length (for the tail of
+        its postings), and when it was put (``at``: none for a build's copy)."""
+        meta: dict[str, Any] = {
+            "keywords": " ".join(f"{term} {count}" for term, count in sorted(counts.items())),
+            "length": sum(counts.values()),
+        }
         if at is not None:
             meta["at"] = at
         return meta
@@ -331,78 +326,9 @@ class PartitionMirrors:
         """The postings of ``terms`` in these mirrored partitions (``_postings.gather``)."""
         return self.postings.gather(digests, terms, held=held)
 
-    def containing(
-        self, digests: Sequence[str], terms: Sequence[str], limit: int
-    ) -> tuple[dict[str, set[str]], dict[str, int]]:
-        """The memories of these mirrors holding each term (at most ``limit`` a term and a
-        mirror, in no order): memory id → the terms it holds; and each term's document
-        frequency as found (a term found ``limit`` times in a mirror is common there: its count
-        is a floor, its weight in BM25 small, and its holders are not returned). One read a
-        term and mirror, ``LOOKUPS`` at a time: each waits mostly on Chroma."""
-
-        def holders(digest: str, term: str) -> list[str]:
-            try:
-                found = self._mirror(digest).get(
-                    where={"terms": {"$contains": term}}, include=[], limit=limit
-                )
-            except StoreUnavailable:
-                raise
-            except Exception:  # chromadb's NotFoundError: the mirror was dropped
-                return []
-            return list(found["ids"])
-
-        # A term a mirror gave ``limit`` times is common there: an arbitrary ``limit`` of its
-        # holders ranks nothing, so it is looked up once a process (``_common``), then weighed
-        # as found without another lookup.
-        pairs = [(d, t) for d in digests for t in terms if (d, t) not in self._common]
-        if not pairs:
-            found: list[list[str]] = []
-        elif len(pairs) == 1:
-            found = [holders(*pairs[0])]
-        else:
-            found = list(self._lookups().map(lambda pair: holders(*pair), pairs))
-        holding: dict[str, set[str]] = {}
-        frequency = {t: sum(limit for d in digests if (d, t) in self._common) for t in terms}
-        for (digest, term), ids in zip(pairs, found):
-            frequency[term] += len(ids)
-            if len(ids) >= limit:
-                if len(self._common) >= COMMON_TERMS:
-                    self._common.clear()
-                self._common.add((digest, term))
-                continue
-            for memory_id in ids:
-                holding.setdefault(memory_id, set()).add(term)
-        return holding, frequency
-
-    def _lookups(self) -> ThreadPoolExecutor:
-        with self._lock:
-            if self._pool is None:
-                self._pool = ThreadPoolExecutor(LOOKUPS, thread_name_prefix="memento-terms")
-            return self._pool
-
     def close(self) -> None:
-        """Stop the lookup threads (the store is closing)."""
-        with self._lock:
-            pool, self._pool = self._pool, None
-        if pool is not None:
-            pool.shutdown(wait=False)
-
-    def size(self, digests: Sequence[str]) -> int:
-        """About how many memories these mirrors hold together (counted at most every
-        ``SIZE_TTL`` seconds: it weighs keyword terms, which a few memories do not move)."""
-        total = 0
-        for digest in digests:
-            counted = self._sizes.get(digest)
-            if counted is None or time.monotonic() - counted[1] > SIZE_TTL:
-                try:
-                    counted = (int(self._mirror(digest).count()), time.monotonic())
-                except StoreUnavailable:
-                    raise
-                except Exception:  # chromadb's NotFoundError: the mirror was dropped
-                    continue
-                self._sizes[digest] = counted
-            total += counted[0]
-        return total
+        """Let the postings' folds in flight finish (the store is closing)."""
+        self.postings.wait_folds()
 
     def vectors(self, digests: Sequence[str], ids: Sequence[str]) -> dict[str, Any]:
         """The vectors these mirrors hold of these memories."""
@@ -436,7 +362,13 @@ class PartitionMirrors:
         return found
 
 
+def counts_in(meta: Mapping[str, Any]) -> dict[str, int]:
+    """A mirrored memory's term counts, from its metadata."""
+    words = str(meta.get("keywords") or "").split()
+    return {words[n]: int(words[n + 1]) for n in range(0, len(words) - 1, 2)}
+
+
 def _terms_ever(meta: Mapping[str, Any]) -> list[str]:
     """The terms a mirrored memory's postings may list it under: its own, and those of the
     texts it replaced (until a fold, the base lists those)."""
-    return sorted(set(meta.get("terms") or ()) | set(meta.get("earlier_terms") or ()))
+    return sorted(set(counts_in(meta)) | set(str(meta.get("earlier") or "").split()))

@@ -44,7 +44,10 @@ if TYPE_CHECKING:
 PART = 20_000
 """Memories a term record lists at most; a term held by more takes several parts."""
 FOLD_AT = 1_000
-"""Tail memories after which a process that may write folds the tail into a new generation."""
+FOLD_SHARE = 0.1
+"""A process that may write folds a tail into a new generation once it holds ``FOLD_AT``
+memories put since the last fold, or a tenth of the base if more: a fold rewrites the base
+whole, so folding in proportion to it keeps its cost a constant share of each write."""
 OVERLAP_US = 10_000_000
 """A mark lies this far before the fold's read (µs): a write stamped before its mirror write
 commits is in the tail at least this long, so no fold misses it."""
@@ -91,11 +94,53 @@ class StoredPostings:
 
 @dataclass
 class _Tail:
+    """A partition's tail as this process read it, indexed by term as it comes in."""
+
     mark: int
     since: int  # the next read asks for ``at`` from here on
     polled: float
     entries: dict[str, tuple[dict[str, int], int, int]] = field(default_factory=dict)
     """Memory id → its term counts, its length, when it was put (µs)."""
+    by_term: dict[str, dict[str, int]] = field(default_factory=dict)
+    """Term → memory id → the term's count there."""
+    total_length: int = 0
+    since_fold: int = 0
+    """Entries put since the fold that set the mark read the tail (``FOLD_AT``)."""
+
+    def put(self, memory_id: str, counts: dict[str, int], length: int, at: int) -> None:
+        self.drop(memory_id)
+        self.entries[memory_id] = (counts, length, at)
+        self.total_length += length
+        self.since_fold += at >= self.mark + OVERLAP_US
+        for term, tf in counts.items():
+            self.by_term.setdefault(term, {})[memory_id] = tf
+
+    def drop(self, memory_id: str) -> None:
+        found = self.entries.pop(memory_id, None)
+        if found is None:
+            return
+        counts, length, at = found
+        self.total_length -= length
+        self.since_fold -= at >= self.mark + OVERLAP_US
+        for term in counts:
+            holders = self.by_term.get(term)
+            if holders is not None:
+                holders.pop(memory_id, None)
+                if not holders:
+                    del self.by_term[term]
+
+
+@dataclass(frozen=True)
+class _TailView:
+    """What a recall takes of a tail: its ids, their summed length, its postings of the
+    query's terms (id, the term's count, the memory's length), and the lengths of those of
+    its memories the recall has seen elsewhere."""
+
+    ids: frozenset[str]
+    total_length: int
+    since_fold: int
+    postings: dict[str, list[tuple[str, int, int]]]
+    lengths: dict[str, int]
 
 
 def _now_us() -> int:
@@ -124,13 +169,13 @@ class PartitionPostings:
         *,
         mirror: Callable[[str], Any],
         shared: bool,
-        counts_of: Callable[[str], Mapping[str, int]],
+        counts_in: Callable[[Mapping[str, Any]], dict[str, int]],
     ) -> None:
         self._chroma = chroma
         self._mirror = mirror
         self._shared = shared
-        self._counts_of = counts_of
-        """A text's terms with their counts, as the candidate index counts them."""
+        self._counts_in = counts_in
+        """A mirrored memory's term counts, from its metadata (``_mirrors``)."""
         self._lock = threading.RLock()
         self._records: Any = None
         self._heads: dict[str, tuple[Head | None, float]] = {}
@@ -293,7 +338,7 @@ class PartitionPostings:
             tail = self._tails.get(digest)
             if tail is not None:
                 for memory_id, counts in memories:
-                    tail.entries[memory_id] = (dict(counts), sum(counts.values()), at)
+                    tail.put(memory_id, dict(counts), sum(counts.values()), at)
 
     def scrub(self, digest: str, held: Mapping[str, Sequence[str]]) -> None:
         """Take memories about to be erased (id → the terms the mirror lists for it) out of
@@ -340,7 +385,7 @@ class PartitionPostings:
             self._cached_entries = 0
             for tail in self._tails.values():
                 for memory_id in held:
-                    tail.entries.pop(memory_id, None)
+                    tail.drop(memory_id)
         if removed:
             self._write_head(
                 Head(
@@ -392,19 +437,21 @@ class PartitionPostings:
         seen: set[str] = set(held)
         for listed in heads:
             assert listed is not None
-            read = self._read(listed, terms)
+            read = self._read(listed, terms, seen)
             if read is None:
                 return None
             head, tail, base = read
-            fresh = [i for i in tail if i not in seen]
             # A memory reworded since the mark is in the base and the tail: the mirror's
             # count is exact, the length of the version the base held is estimated.
-            counted = head.memories + len(fresh)
+            overlap = seen.intersection(tail.ids) if seen else set()
+            fresh = len(tail.ids) - len(overlap)
+            counted = head.memories + fresh
             count = min(counted, self._count(head.digest)) if fresh else head.memories
-            total = head.total_length + sum(tail[i][1] for i in fresh)
+            total = head.total_length + tail.total_length
+            total -= sum(tail.lengths.get(i, 0) for i in overlap)
             result.memories += count
             result.total_length += total * count / counted if counted else 0.0
-            left_out = seen | tail.keys()
+            left_out = seen | tail.ids
             for term in terms:
                 ids, codes, tfs, lengths = base[term]
                 dropped = left_out.intersection(ids)
@@ -416,7 +463,7 @@ class PartitionPostings:
                     codes, tfs, lengths = codes[keep], tfs[keep], lengths[keep]
                 if ids:
                     per_term[term].append((ids, codes, tfs, lengths))
-                found = [(i, tail[i][0][term], tail[i][1]) for i in fresh if term in tail[i][0]]
+                found = [hit for hit in tail.postings.get(term, ()) if hit[0] not in seen]
                 if found:
                     found_ids = [i for i, _, _ in found]
                     per_term[term].append(
@@ -428,10 +475,10 @@ class PartitionPostings:
                         )
                     )
             if len(heads) > 1:  # a memory in two of them (a team memory) is listed once
-                seen.update(fresh)
+                seen.update(tail.ids)
                 for term in terms:
                     seen.update(base[term][0])
-            if self.may_fold and _since_fold(head, tail.values()) >= FOLD_AT:
+            if self.may_fold and tail.since_fold >= max(FOLD_AT, FOLD_SHARE * head.memories):
                 self._fold_soon(head.digest)
         for term, parts in per_term.items():
             if parts:
@@ -446,8 +493,8 @@ class PartitionPostings:
         return result
 
     def _read(
-        self, head: Head, terms: Sequence[str]
-    ) -> tuple[Head, dict[str, tuple[dict[str, int], int, int]], dict[str, TermPostings]] | None:
+        self, head: Head, terms: Sequence[str], seen: Set[str] = frozenset()
+    ) -> tuple[Head, _TailView, dict[str, TermPostings]] | None:
         """A partition's tail and its base postings of ``terms``: with the head read again
         when a fold replaced its generation meanwhile."""
         for again in (False, True):
@@ -456,7 +503,7 @@ class PartitionPostings:
                 if found is None:
                     return None
                 head = found
-            tail = self._tail(head)
+            tail = self._tail(head, terms, seen)
             base = self._terms(head, terms)
             if base is not None:
                 return head, tail, base
@@ -543,9 +590,10 @@ class PartitionPostings:
                 _, dropped = self._cache.popitem(last=False)
                 self._cached_entries -= len(dropped[0])
 
-    def _tail(self, head: Head) -> dict[str, tuple[dict[str, int], int, int]]:
-        """The memories put into the partition's mirror since the head's mark (id → term
-        counts, length), read again from the mirror when older than ``HEAD_TTL``."""
+    def _tail(self, head: Head, terms: Sequence[str], seen: Set[str] = frozenset()) -> _TailView:
+        """The memories put into the partition's mirror since the head's mark, as far as
+        ``terms`` go; read again from the mirror when older than ``HEAD_TTL`` (only what
+        was put since the last read, and a little before: ``OVERLAP_US``)."""
         with self._lock:
             tail = self._tails.get(head.digest)
             if tail is None or tail.mark != head.mark:
@@ -567,16 +615,23 @@ class PartitionPostings:
                 got = {"ids": [], "metadatas": []}
             with self._lock:
                 for memory_id, meta in zip(got["ids"], got["metadatas"]):
-                    counts = dict(zip(meta.get("terms") or (), meta.get("tf") or ()))
-                    tail.entries[memory_id] = (
-                        counts,
-                        int(meta.get("length", 0)),
-                        int(meta.get("at", 0)),
-                    )
+                    counts = self._counts_in(meta)
+                    tail.put(memory_id, counts, int(meta.get("length", 0)), int(meta.get("at", 0)))
                 tail.polled = polled
                 tail.since = max(tail.mark, started - OVERLAP_US)
         with self._lock:
-            return dict(tail.entries)
+            postings = {
+                term: [(i, tf, tail.entries[i][1]) for i, tf in tail.by_term[term].items()]
+                for term in terms
+                if term in tail.by_term
+            }
+            return _TailView(
+                frozenset(tail.entries),
+                tail.total_length,
+                tail.since_fold,
+                postings,
+                {i: tail.entries[i][1] for i in tail.entries.keys() & seen},
+            )
 
     # ------------------------------------------------------------------ folding
 
@@ -629,7 +684,7 @@ class PartitionPostings:
         mark = claim - OVERLAP_US
         got = self._mirror(digest).get(where={"at": {"$gte": head.mark}}, include=["metadatas"])
         tail = {
-            i: (dict(zip(m.get("terms") or (), m.get("tf") or ())), int(m.get("length", 0)))
+            i: (self._counts_in(m), int(m.get("length", 0)))
             for i, m in zip(got["ids"], got["metadatas"])
         }
         present = set(self._mirror(digest).get(include=[])["ids"])  # some left the partition
@@ -675,10 +730,3 @@ class PartitionPostings:
         self._write_head(Head(digest, gen, mark, max(0, memories), max(0, total)))
         records.delete(where={"$and": [{"digest": digest}, {"gen": {"$nin": [gen, head.gen]}}]})
         return True
-
-
-def _since_fold(head: Head, entries: Iterable[tuple[dict[str, int], int, int]]) -> int:
-    """How many tail entries were put since the fold that set the mark read the tail: the
-    tail holds ``OVERLAP_US`` more, which a fold does not take out of it."""
-    folded_at = head.mark + OVERLAP_US
-    return sum(1 for _, _, at in entries if at >= folded_at)
