@@ -2,8 +2,10 @@
 
 ``_chroma`` opens a store (a directory or a server) and explains failures; ``_lock`` keeps one
 writing process per embedded store; ``_records`` converts records; ``_side`` keeps records
-without vectors; ``_directory`` lists each partition's memories; ``_repository`` offers every
-read and write the work modules need, and the change feed other instances catch up from.
+without vectors; ``_directory`` lists each partition's memories; ``_mirrors`` keeps the large
+partitions in collections of their own, and ``_postings`` their keyword postings;
+``_repository`` offers every read and write the work modules need, and the change feed other
+instances catch up from.
 """
 
 from memento_core._storage._chroma import (

@@ -9,11 +9,12 @@ mirror's HNSW, for its keywords these postings. They sit in ``<prefix>_postings`
   naming the generation, its *mark* (µs), and how many memories and terms it holds in all;
 - the **tail**: the memories written to the mirror since the mark. A writer stamps each memory it
   puts into a mirror with ``at`` and its terms' counts (``_mirrors``), so a reader reads the tail
-  from the mirror (``at`` at or after the mark) and lets its entries replace the base's.
+  from the mirror (``at`` at or after the mark; then only what is newer) and lets its entries
+  replace the base's.
 
 So BM25 over a mirrored partition is exact, with statistics over the whole partition, and a
-write costs nothing more than its mirror write. When a tail grows past ``FOLD_AT`` memories, a
-process that may write folds it into a new generation in the background (the previous one stays
+write costs nothing more than its mirror write. When a tail grows past ``FOLD_AT`` memories (or
+a tenth of the base), a process that may write folds it into a new generation in the background (the previous one stays
 until the next fold, for readers holding its head). A memory erased, or leaving the partition (a
 change of privacy), is taken out of every generation at once, found under its terms and those
 of the texts it replaced (the mirror keeps both): nothing erased stays mentioned. Whatever
@@ -415,7 +416,7 @@ class PartitionPostings:
     ) -> StoredPostings | None:
         """The postings of ``terms`` over these partitions, each memory listed once, and
         those in ``held`` (which the caller scores itself) left out; None when one of them has
-        no postings (a mirror written before them: recall falls back to term lookups)."""
+        no postings (a mirror written before them, which is not searched here)."""
         for _ in range(2):
             with self._lock:
                 numbering = self._ids
