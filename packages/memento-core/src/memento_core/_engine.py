@@ -439,14 +439,21 @@ class Engine:
     def _with_postings(self, key: str, records: Iterable[IndexRecord]) -> Iterator[Entry]:
         """The partition's entries as read, their postings written once all are read."""
         read_at = to_micros(utcnow())
-        ids: list[str] = []
-        texts: list[str] = []
+        held: list[Entry] = []
+        yield from self._collected(key, records, held)
+        self.store.mirrors.index_postings(
+            digest(key), [e[0] for e in held], [e[1] for e in held], read_at=read_at
+        )
+
+    def _collected(
+        self, key: str, records: Iterable[IndexRecord], into: list[Entry]
+    ) -> Iterator[Entry]:
+        """The partition's entries as read; those still in it collected ``into`` (the
+        directory may list some that left)."""
         for entry in self._entries(records):
-            if key in partitions_of(entry[2]):  # the directory may list some that left
-                ids.append(entry[0])
-                texts.append(entry[1])
+            if key in partitions_of(entry[2]):
+                into.append(entry)
             yield entry
-        self.store.mirrors.index_postings(digest(key), ids, texts, read_at=read_at)
 
     def _starts_mirror(self, name: str, size: int) -> bool:
         """Whether this load also copies its partition into a mirror: the partition lists more
@@ -460,17 +467,12 @@ class Engine:
     def _mirrored(self, key: str, records: Iterable[IndexRecord]) -> Iterator[Entry]:
         """The partition's entries as read, copied into its mirror; listed ``ready`` once all
         are copied, so a later process searches it there instead of loading it."""
-        ids: list[str] = []
-        vectors: list[Any] = []
-        texts: list[str] = []
-        for entry in self._entries(records):
-            if key in partitions_of(entry[2]):  # the directory may list some that left
-                ids.append(entry[0])
-                texts.append(entry[1])
-                vectors.append(entry[3])
-            yield entry
+        held: list[Entry] = []
+        yield from self._collected(key, records, held)
         name = digest(key)
-        self.store.mirrors.copy(name, ids, vectors, texts)
+        self.store.mirrors.copy(
+            name, [e[0] for e in held], [e[3] for e in held], [e[1] for e in held]
+        )
         self.store.mirrors.finish(name)
 
     def mirror_large_partitions(

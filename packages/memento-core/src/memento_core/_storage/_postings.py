@@ -14,11 +14,12 @@ mirror's HNSW, for its keywords these postings. They sit in ``<prefix>_postings`
 
 So BM25 over a mirrored partition is exact, with statistics over the whole partition, and a
 write costs nothing more than its mirror write. When a tail grows past ``FOLD_AT`` memories (or
-a tenth of the base), a process that may write folds it into a new generation in the background (the previous one stays
-until the next fold, for readers holding its head). A memory erased, or leaving the partition (a
-change of privacy), is taken out of every generation at once, found under its terms and those
-of the texts it replaced (the mirror keeps both): nothing erased stays mentioned. Whatever
-recall finds here it reads by id, and keeps only what the viewer may see.
+a tenth of the base), a process that may write folds it into a new generation in the background
+(the previous one stays until the next fold, for readers holding its head). A memory erased,
+or leaving the partition (a change of privacy), is taken out of every generation at once,
+found under its terms and those of the texts it replaced (the mirror keeps both): nothing
+erased stays mentioned. Whatever recall finds here it reads by id, and keeps only what the
+viewer may see.
 
 Records are metadata (a term's ids as JSON, counts and lengths as base64 ``uint16``), not
 documents: Chroma indexes documents for full-text search, which made writing 20 MB of them ten
