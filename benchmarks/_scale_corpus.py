@@ -34,6 +34,15 @@ CALIBRATION_SAMPLE = 256
 CALIBRATION_VARIANTS = 17
 """Real variant texts embedded to calibrate the noise: this many turns, variants 1..17."""
 PRIVACY_MIX = (("private", 0.85), ("team", 0.10), ("public", 0.05))
+TEAMS_MIX = (("private", 0.70), ("team", 0.20), ("public", 0.10))
+SHAPES = {
+    "users": (10_000, 1_000, PRIVACY_MIX),
+    "teams": (1_000, 50, TEAMS_MIX),
+    "heavy": (10_000, 1_000, PRIVACY_MIX),
+}
+"""Who owns the memories: many users in small projects (the default); issue 32's held-out
+shape, few users in big teams (at 100k, ~400 team memories a project); or the default with
+two heavy viewers (``scale.with_heavy_viewers``)."""
 NAMES = (  # noqa: SIM905 - names read better as text than as 48 list lines
     "Aiden Beatriz Chen Dalia Emeka Farah Goran Hana Ivan Jade Kofi Lena Mateo Nadia Omar Priya "
     "Quinn Rosa Sami Tariq Uma Viktor Wen Ximena Yusuf Zara Anton Bela Carmen Dev Elif Finn Greta "

@@ -39,6 +39,7 @@ from _common import (
 offline_single_thread()
 
 from _scale_corpus import (  # noqa: E402
+    SHAPES,
     LookupEmbedder,
     base_vectors,
     build_corpus,
@@ -46,7 +47,7 @@ from _scale_corpus import (  # noqa: E402
     memory_vectors,
 )
 from rich.console import Console  # noqa: E402
-from scale import SHAPES, drafts_for, with_heavy_viewers  # noqa: E402
+from scale import drafts_for, with_heavy_viewers  # noqa: E402
 
 from memento_core import Memento, MemoryDraft, OnnxEmbedder, Scope  # noqa: E402
 
