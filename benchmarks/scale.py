@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import json
 import os
 import random
@@ -543,6 +544,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                         continue
                     root.mkdir(parents=True, exist_ok=True)
                 label = f"{mode} @ {size:,}"
+                served = functools.partial(
+                    serve_in_child, root, corpus, question_vectors, load_limit=args.load_limit
+                )
                 if mode == "embedded":
                     with Memento.open(root / "store", embedder=lookup) as memento:
                         if not built:
@@ -554,24 +558,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                         mirror_partitions(memento, root, progress, label, args.load_limit)
                     if not args.build_only:
                         warm_page_cache(root)
-                        step["serve"] = serve_in_child(
-                            root,
-                            corpus,
-                            question_vectors,
-                            path=root / "store",
-                            url=None,
-                            load_limit=args.load_limit,
-                        )
+                        step["serve"] = served(path=root / "store", url=None)
                         if args.cold_disk:
                             drop_page_cache()
-                            step["serve_cold_disk"] = serve_in_child(
-                                root,
-                                corpus,
-                                question_vectors,
-                                path=root / "store",
-                                url=None,
-                                load_limit=args.load_limit,
-                            )
+                            step["serve_cold_disk"] = served(path=root / "store", url=None)
                 else:
                     server: dict[str, float] = {}
                     with chroma_server(root / "chroma", stats=server) as url:
@@ -585,37 +575,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                             mirror_partitions(memento, root, progress, label, args.load_limit)
                         if not args.build_only:
                             warm_page_cache(root / "chroma")
-                            step["serve"] = serve_in_child(
-                                root,
-                                corpus,
-                                question_vectors,
-                                path=None,
-                                url=url,
-                                load_limit=args.load_limit,
-                            )
+                            step["serve"] = served(path=None, url=url)
                             # A second process beside the same server: its first recall finds
                             # the server's indexes loaded (as beside a server that has run).
-                            step["serve_again"] = serve_in_child(
-                                root,
-                                corpus,
-                                question_vectors,
-                                path=None,
-                                url=url,
-                                load_limit=args.load_limit,
-                                first_only=True,
-                            )
+                            step["serve_again"] = served(path=None, url=url, first_only=True)
                     step["chroma_server_peak_rss_mb"] = server.get("peak_rss_mb")
                     if args.cold_disk and not args.build_only:
                         drop_page_cache()
                         with chroma_server(root / "chroma") as url:
-                            step["serve_cold_disk"] = serve_in_child(
-                                root,
-                                corpus,
-                                question_vectors,
-                                path=None,
-                                url=url,
-                                load_limit=args.load_limit,
-                            )
+                            step["serve_cold_disk"] = served(path=None, url=url)
                 if "write" in step:
                     rate = step["write"]["items_per_s"]
                     (root / "write.json").write_text(json.dumps(step["write"]))

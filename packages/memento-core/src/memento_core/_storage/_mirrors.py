@@ -79,9 +79,7 @@ class PartitionMirrors:
         self._catalog: dict[str, tuple[str, int]] = {}  # digest → (state, listed at µs)
         self._read_at = -1.0
         self._collections: dict[str, Any] = {}
-        self.postings = PartitionPostings(
-            chroma, mirror=self._mirror, shared=shared, counts_in=counts_in
-        )
+        self.postings = PartitionPostings(chroma, mirror=self._mirror, counts_in=counts_in)
         """Their keyword side (``_postings``)."""
         self._sole_writer = False
 

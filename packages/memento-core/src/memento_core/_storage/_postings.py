@@ -170,12 +170,10 @@ class PartitionPostings:
         chroma: Any,
         *,
         mirror: Callable[[str], Any],
-        shared: bool,
         counts_in: Callable[[Mapping[str, Any]], dict[str, int]],
     ) -> None:
         self._chroma = chroma
         self._mirror = mirror
-        self._shared = shared
         self._counts_in = counts_in
         """A mirrored memory's term counts, from its metadata (``_mirrors``)."""
         self._lock = threading.RLock()
