@@ -19,6 +19,7 @@ ADAPTERS = (
     "memento_autogen",
     "memento_mcp",
     "memento_inspector",
+    "memento_multilingual",
 )
 FACADE = "memento_core._memento"
 FRONT_ENDS = {"memento_core", "memento_core.cli", "memento_core.testing"}

@@ -230,5 +230,14 @@ class CachingEmbedder:
         return np.stack([found[k] for k in keys]).astype(np.float32, copy=False)
 
     def embed_query(self, text: str) -> Vectors:
-        vector: Vectors = self.embed_documents([text])[0]
-        return vector
+        # The wrapped model's own query embedding: an asymmetric model (e5's "query: " against
+        # "passage: ") embeds a question otherwise than a memory, so queries have keys of their
+        # own in the cache.
+        key = "query:" + text_hash(text)
+        vector = self.cached(key)
+        if vector is None:
+            vector = self.inner.embed_query(text)
+            self.texts_embedded += 1
+            self.prime(key, vector)
+        found: Vectors = vector
+        return found
