@@ -9,17 +9,26 @@ export TRANSFORMERS_OFFLINE := 1
 export ANONYMIZED_TELEMETRY := False
 export TOKENIZERS_PARALLELISM := false
 
-# The dev venv also has the [torch] extra: the sentence-transformers embedder is tested against
-# the default ONNX one.
-PACKAGES := -e packages/memento-minilm-onnx -e "packages/memento-core[torch]" \
+# `make demo` installs what the quickstart runs: the core and its model, nothing more (no torch,
+# no adapters, no test tools). `make test` installs the rest into the same venv.
+RUNTIME := -e packages/memento-minilm-onnx -e packages/memento-core
+# The dev venv also has the [torch] extra (the sentence-transformers embedder is tested against
+# the default ONNX one), the int8 MiniLM and the multilingual embedder.
+PACKAGES := $(RUNTIME) -e "packages/memento-core[torch]" -e packages/memento-minilm-onnx-int8 \
 	-e packages/memento-langgraph -e packages/memento-llamaindex -e packages/memento-autogen \
-	-e packages/memento-mcp -e packages/memento-gateway -e packages/memento-inspector
+	-e packages/memento-mcp -e packages/memento-gateway -e packages/memento-inspector \
+	-e packages/memento-multilingual
 DEV_TOOLS := pytest pytest-asyncio pytest-timeout pytest-xdist hypothesis ruff mypy websockets \
 	build rank-bm25 matplotlib hatchling import-linter langgraph-checkpoint-conformance \
 	"autogen-ext[chromadb]" langmem playwright
 
-$(BIN)/.installed: constraints.txt packages/*/pyproject.toml
+$(BIN)/.runtime: constraints.txt packages/memento-core/pyproject.toml \
+		packages/memento-minilm-onnx/pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --constraint constraints.txt $(RUNTIME)
+	touch $@
+
+$(BIN)/.installed: $(BIN)/.runtime constraints.txt packages/*/pyproject.toml
 	# torch (for the [torch] extra only) is pinned first: the CPU build of 2.13.0; an unpinned
 	# torch would pull CUDA.
 	$(BIN)/pip install --quiet --constraint constraints.txt torch==2.13.0
@@ -35,7 +44,7 @@ chromium:
 .PHONY: demo test test-slow lint bench install inspect chromium
 install: $(BIN)/.installed
 
-demo: $(BIN)/.installed
+demo: $(BIN)/.runtime
 	$(BIN)/python examples/quickstart.py
 
 # The quickstart's store, kept in .quickstart-store, opened in the inspector as its owner.

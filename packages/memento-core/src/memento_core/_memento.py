@@ -71,8 +71,14 @@ from memento_core._tokens import TokenCounter
 from memento_core._twins import async_twin
 from memento_core._visibility import check_viewer, is_live, live_clause, visibility_clause
 from memento_core._worker import MaintenanceReport
-from memento_core.embedding import CachingEmbedder, Embedder, default_embedder
-from memento_core.errors import InvalidInput, StoreNotFound
+from memento_core.embedding import (
+    CachingEmbedder,
+    Embedder,
+    default_embedder,
+    named_embedder,
+    registered_for,
+)
+from memento_core.errors import EmbedderMismatch, InvalidInput, StoreNotFound
 from memento_core.hotwords import HotwordDetector, HotwordSet
 
 MAX_RECALL_LIMIT = retrieval.MAX_RECALL_LIMIT
@@ -118,7 +124,7 @@ class Memento:
         path: str | os.PathLike[str] | None = None,
         *,
         url: str | None = None,
-        embedder: Embedder | None = None,
+        embedder: Embedder | str | None = None,
         weights: RankingWeights | None = None,
         collection_prefix: str = "memento",
         track_usage: bool = True,
@@ -133,7 +139,11 @@ class Memento:
         ``path`` defaults to ``$MEMENTO_PATH``, else the per-user data directory
         (``~/.local/share/memento`` on Linux; ``default_store_path()``). ``url``
         (``http://host:port``) selects a Chroma server started with ``chroma run``; then ``path``
-        must be left out. ``embedder`` defaults to all-MiniLM-L6-v2 on ONNX Runtime.
+        must be left out. ``embedder`` is an ``Embedder`` or the name of a registered one
+        (``"multilingual"`` with ``pip install "memento-core[multilingual]"``; the names:
+        ``memento-core plugins``). A store records its embedder's space and refuses another
+        (``EmbedderMismatch``); left out, an existing store opens with the registered embedder
+        of its recorded space, and a new one gets all-MiniLM-L6-v2 on ONNX Runtime.
         One process at a time writes to an embedded store; another gets ``StoreLocked`` unless
         it opens ``read_only`` (writes then raise ``ReadOnlyStore``). A read-only open of a path
         that holds no store raises ``StoreNotFound`` and creates nothing.
@@ -188,15 +198,33 @@ class Memento:
                     location, prefix=collection_prefix, lock=not read_only
                 )
 
+        if isinstance(embedder, str):
+            embedder = named_embedder(embedder)
         chosen = embedder or default_embedder()
         caching = chosen if isinstance(chosen, CachingEmbedder) else CachingEmbedder(chosen)
-        shared = open_shared(
-            key,
-            connect,
-            caching,
-            writer=url is None and not read_only,
-            budget_bytes=int(index_budget_mb * 2**20),
-        )
+        try:
+            shared = open_shared(
+                key,
+                connect,
+                caching,
+                writer=url is None and not read_only,
+                budget_bytes=int(index_budget_mb * 2**20),
+            )
+        except EmbedderMismatch as mismatch:
+            # No embedder given: the store's own space, when an installed plugin provides it.
+            recorded = None
+            if embedder is None:
+                recorded = registered_for(mismatch.stored, mismatch.stored_dimension)
+            if recorded is None:
+                raise
+            caching = CachingEmbedder(recorded)
+            shared = open_shared(
+                key,
+                connect,
+                caching,
+                writer=url is None and not read_only,
+                budget_bytes=int(index_budget_mb * 2**20),
+            )
         try:
             engine = Engine(
                 shared,

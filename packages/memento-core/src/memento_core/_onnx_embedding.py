@@ -57,6 +57,26 @@ def bundled_onnx_dir() -> Path:
     return Path(memento_minilm_onnx.model_dir())
 
 
+INT8_EXTRA = "memento-core[int8]"
+
+
+def int8_model_file() -> Path:
+    """The int8 export: from the ``memento-minilm-onnx-int8`` package (the ``[int8]`` extra), or
+    beside the fp32 model in a source checkout of ``memento-minilm-onnx``."""
+    places = []
+    try:
+        import memento_minilm_onnx_int8
+    except ImportError:
+        pass
+    else:
+        places.append(Path(memento_minilm_onnx_int8.model_dir()))
+    places.append(bundled_onnx_dir())
+    for place in places:
+        if (place / _FILES[ONNX_INT8_MODEL]).is_file():
+            return place / _FILES[ONNX_INT8_MODEL]
+    raise MissingDependency(INT8_EXTRA, "all-MiniLM-L6-v2-int8")
+
+
 class _Runtime:
     """One loaded model: the ONNX Runtime session and the tokenizer, shared by embedders."""
 
@@ -165,8 +185,11 @@ class OnnxEmbedder:
         runtime = self._runtime
         if runtime is None:
             directory = bundled_onnx_dir()
+            model_file = directory / _FILES[self._model]
+            if self._model == ONNX_INT8_MODEL:
+                model_file = int8_model_file()
             runtime = self._runtime = _shared_runtime(
-                directory / _FILES[self._model], directory / "tokenizer.json", self._threads
+                model_file, directory / "tokenizer.json", self._threads
             )
         return runtime
 

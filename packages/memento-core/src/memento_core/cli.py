@@ -71,8 +71,9 @@ another process (an MCP server, an app) holds it for writing."""
 
 def _open(args: argparse.Namespace) -> Memento:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    embedder = getattr(args, "embedder", None)
     if args.url is not None:
-        return Memento.open(url=args.url)
+        return Memento.open(url=args.url, embedder=embedder)
     path = Path(args.path).expanduser() if args.path else default_store_path()
     if args.command not in CREATING_COMMANDS and not store_exists(path):
         raise StoreNotFound(
@@ -81,7 +82,7 @@ def _open(args: argparse.Namespace) -> Memento:
             path=str(path),
         )
     read_only = args.read_only or args.command in READING_COMMANDS
-    return Memento.open(path, read_only=read_only)
+    return Memento.open(path, read_only=read_only, embedder=embedder)
 
 
 def _console() -> Any:
@@ -442,6 +443,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--read-only",
         action="store_true",
         help="open an embedded store without its write lock (another process may hold it)",
+    )
+    where.add_argument(
+        "--embedder",
+        metavar="NAME",
+        help="the embedder a new store is created with, by its registered name (e.g. "
+        "multilingual, with the [multilingual] extra; `plugins` lists them); an existing store "
+        "opens in the space it recorded",
     )
     who = common.add_argument_group("scope")
     for name in ("user", "agent", "project", "session"):

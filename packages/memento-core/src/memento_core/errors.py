@@ -114,7 +114,9 @@ class EmbedderMismatch(StoreError):
             f"same embedder, or re-embed it with `memento-core reindex --embedder {given}`"
         )
         self.stored = stored
+        self.stored_dimension = stored_dimension
         self.given = given
+        self.given_dimension = given_dimension
 
 
 class StoreUnavailable(StoreError):
