@@ -1,7 +1,12 @@
 """``memento-gateway``: serve a LangGraph graph or LangChain runnable over the sendmsg protocol.
 
 memento-gateway my_app.graph:graph --keys keys.json [--path DIR | --url URL]
-                [--host 127.0.0.1] [--port 8765]
+                [--embedder NAME] [--host 127.0.0.1] [--port 8765]
+
+The protocol is a Korean product's: a new store gets the ``multilingual`` embedder when
+``memento-multilingual`` is installed (``pip install "memento-gateway[multilingual]"``). Without
+it the gateway still serves, with all-MiniLM-L6-v2 (English only) for a new store, and says so on
+standard error at start. An existing store always opens in the space it recorded.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ import os
 import sys
 import threading
 
-from memento_core import Memento, MementoError
+from memento_core import EmbedderMismatch, Memento, MementoError, plugins
 from memento_gateway.loading import load_keys
 from memento_gateway.server import Gateway
 
@@ -35,9 +40,38 @@ def _parser() -> argparse.ArgumentParser:
         help="embedded store directory (default: $MEMENTO_PATH, else the per-user data directory)",
     )
     store.add_argument("--url", help="Chroma server URL (chroma run)")
+    parser.add_argument(
+        "--embedder",
+        metavar="NAME",
+        help=f"embedder of a new store, by registered name (default: {MULTILINGUAL} when "
+        "installed, else all-MiniLM-L6-v2); an existing store opens in its recorded space",
+    )
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8765)
     return parser
+
+
+MULTILINGUAL = "multilingual"
+
+
+def open_store(path: str | None, url: str | None, embedder: str | None) -> Memento:
+    """The gateway's store. Without ``embedder``: ``multilingual`` for a new store when it is
+    installed (the protocol's users speak Korean), and an existing store's own space."""
+    if embedder is not None:
+        return Memento.open(path, url=url, embedder=embedder)
+    if MULTILINGUAL not in plugins.registered_names()["embedders"]:
+        print(
+            "memento-gateway: memento-multilingual is not installed, so a new store gets "
+            "all-MiniLM-L6-v2, which understands English only; for Korean: "
+            'pip install "memento-gateway[multilingual]"',
+            file=sys.stderr,
+            flush=True,
+        )
+        return Memento.open(path, url=url)
+    try:
+        return Memento.open(path, url=url, embedder=MULTILINGUAL)
+    except EmbedderMismatch:  # a store built in another space keeps it
+        return Memento.open(path, url=url)
 
 
 def preload_public(mem: Memento) -> None:
@@ -49,7 +83,7 @@ def preload_public(mem: Memento) -> None:
 
 
 async def _serve(args: argparse.Namespace) -> None:
-    mem = Memento.open(args.path, url=args.url) if args.url else Memento.open(args.path)
+    mem = open_store(args.path, args.url, args.embedder)
     sys.path.insert(0, os.getcwd())  # module:attr is looked up from where the command runs
     keys = load_keys(args.keys, args.graph, mem)
     threading.Thread(target=preload_public, args=(mem,), daemon=True).start()

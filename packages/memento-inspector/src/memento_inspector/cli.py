@@ -39,6 +39,11 @@ def build_parser() -> argparse.ArgumentParser:
     where.add_argument("--url", help="Chroma server URL instead, e.g. http://127.0.0.1:8000")
     parser.add_argument("--collection-prefix", default="memento")
     parser.add_argument(
+        "--embedder",
+        metavar="NAME",
+        help="embedder by registered name (e.g. multilingual); default: the store's recorded one",
+    )
+    parser.add_argument(
         "--user", help="act as this user: see only what they may see, change only theirs"
     )
     parser.add_argument("--project", help="with --user: the user's project (team memories)")
@@ -68,6 +73,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             url=args.url,
             collection_prefix=args.collection_prefix,
             read_only=args.read_only,
+            embedder=args.embedder,
             track_usage=False,  # a search here is not an access: no expiry moves
         )
     except MementoError as err:

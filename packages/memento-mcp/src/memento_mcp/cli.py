@@ -59,6 +59,13 @@ def build_parser() -> argparse.ArgumentParser:
         default="memento",
         help="name prefix of the store's collections (several stores on one Chroma server)",
     )
+    store.add_argument(
+        "--embedder",
+        metavar="NAME",
+        help="embedder of a new store, by registered name (e.g. multilingual, with "
+        "memento-core[multilingual]; default all-MiniLM-L6-v2); an existing store opens in "
+        "the space it recorded",
+    )
     who = parser.add_argument_group("scope (fixed for every client)")
     who.add_argument(
         "--user",
@@ -154,9 +161,11 @@ def _open_store(args: argparse.Namespace) -> Memento:
     from memento_core import Memento
 
     if args.url:
-        return Memento.open(url=args.url, collection_prefix=args.collection_prefix)
+        return Memento.open(
+            url=args.url, collection_prefix=args.collection_prefix, embedder=args.embedder
+        )
     # No path: Memento's default ($MEMENTO_PATH, else the per-user data directory).
-    return Memento.open(args.path, collection_prefix=args.collection_prefix)
+    return Memento.open(args.path, collection_prefix=args.collection_prefix, embedder=args.embedder)
 
 
 def _serve_http(
