@@ -134,7 +134,7 @@ def test_a_default_store_stays_minilm_when_opened_without_an_embedder(tmp_path: 
 
 def test_an_unknown_embedder_name_is_a_clear_error_and_creates_nothing(tmp_path: Path) -> None:
     with pytest.raises(
-        InvalidInput, match="no embedder named 'multilingal'.*known: .*multilingual"
+        InvalidInput, match=r"no embedder named 'multilingal'.*known: .*multilingual"
     ):
         Memento.open(tmp_path / "store", embedder="multilingal")
     assert not (tmp_path / "store").exists()
