@@ -120,3 +120,30 @@ def test_without_a_compiler_the_build_says_so_and_the_wheel_is_pure(tmp_path: Pa
     assert wheel.name.endswith("-py3-none-any.whl")
     names = zipfile.ZipFile(wheel).namelist()
     assert not [n for n in names if "_hotfeed" in n and n.endswith(".so")]
+
+
+def test_the_default_install_carries_one_model_and_int8_is_an_extra(
+    venv: Path, tmp_path: Path
+) -> None:
+    """The default model package holds the fp32 model only; the int8 export is the wheel of
+    ``memento-minilm-onnx-int8`` (``memento-core[int8]``), built from the same file."""
+    for package in ("memento-minilm-onnx", "memento-minilm-onnx-int8"):
+        built = _build(package, tmp_path)
+        assert built.returncode == 0, built.stderr[-3000:]
+    (default,) = tmp_path.glob("memento_minilm_onnx-*.whl")
+    (int8,) = tmp_path.glob("memento_minilm_onnx_int8-*.whl")
+    models = [n for n in zipfile.ZipFile(default).namelist() if n.endswith(".onnx")]
+    assert models == ["memento_minilm_onnx/model.onnx"]
+    assert "memento_minilm_onnx_int8/model-int8.onnx" in zipfile.ZipFile(int8).namelist()
+    probe = (
+        "from memento_core import OnnxEmbedder\n"
+        "try:\n"
+        "    OnnxEmbedder('all-MiniLM-L6-v2-int8').embed_query('coffee')\n"
+        "except ImportError as err:\n"
+        "    print(err)\n"
+    )
+    done = subprocess.run(
+        [str(venv / "bin" / "python"), "-c", probe],
+        capture_output=True, text=True, check=True, env=_user_env(tmp_path / "home"),
+    )  # fmt: skip
+    assert "memento-core[int8]" in done.stdout
