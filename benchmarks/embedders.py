@@ -1,4 +1,5 @@
-"""Embedder benchmark: all-MiniLM-L6-v2 on ONNX Runtime (fp32, int8) against sentence-transformers.
+"""Embedder benchmark: all-MiniLM-L6-v2 on ONNX Runtime (fp32, int8) against sentence-transformers,
+and the multilingual embedders (multilingual-e5-small 4-bit, USE-multilingual v3).
 
 On the LoCoMo dialogue turns and questions (``../shared/bench/locomo10.json``, or ``--data`` /
 ``$LOCOMO_PATH``; never copied into the repository), for each embedder:
@@ -16,10 +17,12 @@ On the LoCoMo dialogue turns and questions (``../shared/bench/locomo10.json``, o
 Every embedder runs single-threaded (``OMP_NUM_THREADS=1``, which ONNX Runtime's embedder honours
 too), as every benchmark here does, so the comparison is the model code, not the thread pools.
 
-    HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/embedders.py [--quick] [--out DIR]
+    HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/embedders.py [--quick] [--only NAME,...]
 
-``--quick`` uses the first conversation and 100 queries. It needs the ``[torch]`` extra (the
-dev venv has it). Wall-clock on whatever else the machine is doing; the load average is recorded.
+``--quick`` uses the first conversation and 100 queries; ``--only`` measures the named rows and
+keeps the others of the last report (each row records its own load average). It needs the
+``[torch]`` extra and ``memento-multilingual`` (the dev venv has both). Wall-clock on whatever
+else the machine is doing; the load average is recorded.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from _common import (
     arguments,
     latency_summary,
     load_average,
+    load_result,
     locomo_missing,
     machine,
     machine_line,
@@ -52,6 +56,7 @@ offline_single_thread()
 from locomo import Conversation, load_conversations  # noqa: E402
 
 from memento_core import Embedder, OnnxEmbedder, SentenceTransformerEmbedder  # noqa: E402
+from memento_core import plugins as memento_plugins  # noqa: E402
 
 BATCH_SIZE = 64
 CHUNK = 52
@@ -61,12 +66,26 @@ EMBEDDERS: dict[str, Callable[[], Embedder]] = {
     "sentence-transformers (torch)": lambda: SentenceTransformerEmbedder(batch_size=BATCH_SIZE),
     "ONNX fp32 (default)": lambda: OnnxEmbedder(batch_size=BATCH_SIZE),
     "ONNX int8": lambda: OnnxEmbedder("all-MiniLM-L6-v2-int8", batch_size=BATCH_SIZE),
+    "multilingual-e5-small q4 (`multilingual`)": lambda: memento_plugins.embedder(
+        "multilingual-e5"
+    ),
+    "USE-multilingual v3 (`multilingual-use`)": lambda: memento_plugins.embedder(
+        "multilingual-use"
+    ),
 }
 REFERENCE = "sentence-transformers (torch)"
+MINILM = {REFERENCE, "ONNX fp32 (default)", "ONNX int8"}
+"""The rows whose vectors are compared with the torch reference (the same model)."""
 COLD = {
     REFERENCE: "from memento_core import SentenceTransformerEmbedder as E; e = E()",
     "ONNX fp32 (default)": "from memento_core import OnnxEmbedder as E; e = E()",
     "ONNX int8": "from memento_core import OnnxEmbedder as E; e = E('all-MiniLM-L6-v2-int8')",
+    "multilingual-e5-small q4 (`multilingual`)": (
+        "from memento_core import plugins; e = plugins.embedder('multilingual-e5')"
+    ),
+    "USE-multilingual v3 (`multilingual-use`)": (
+        "from memento_core import plugins; e = plugins.embedder('multilingual-use')"
+    ),
 }
 COLD_PROBE = """
 import json, time
@@ -120,6 +139,7 @@ def measure(
 ) -> tuple[dict[str, Any], list[np.ndarray]]:
     embedder = EMBEDDERS[name]()
     embedder.embed_documents(["warm-up: load the model before anything is timed"])
+    load_before = load_average()
     latencies = []
     for query in queries:
         started = time.perf_counter()
@@ -146,8 +166,9 @@ def measure(
         },
         "dense": dense_recall(conversations, vectors, embedder),
         "cold": cold_start(name, cold_runs),
+        "load_average": [load_before, load_average()],
     }
-    if reference is not None:
+    if reference is not None and name in MINILM:
         cosine = np.concatenate([np.sum(a * b, axis=1) for a, b in zip(vectors, reference)])
         result["agreement"] = {
             "mean": round(float(cosine.mean()), 6),
@@ -159,7 +180,7 @@ def measure(
 
 def render_markdown(report: dict[str, Any]) -> str:
     results = report["embedders"]
-    base = results[REFERENCE]["encode"]["texts_per_s"]
+    base = results[REFERENCE]["encode"]["texts_per_s"] if REFERENCE in results else None
     lines = [
         "# Embedders: all-MiniLM-L6-v2 on ONNX Runtime against sentence-transformers",
         "",
@@ -170,24 +191,30 @@ def render_markdown(report: dict[str, Any]) -> str:
         "",
         f"| embedder | name recorded | query p50 / p95 ms | encode texts/s | × torch | "
         f"texts/s, {CHUNK} at a time | "
-        "cosine to torch mean / min | dense R@5 / R@10 | cold: import+load / first query s |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "cosine to torch mean / min | dense R@5 / R@10 | cold: import+load / first query s | "
+        "load average (1 min) before → after |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for label, r in results.items():
         agreement = r.get("agreement")
         agree = f"{agreement['mean']:.6f} / {agreement['min']:.6f}" if agreement else "—"
+        ratio = f"{r['encode']['texts_per_s'] / base:.2f}" if base else "—"
+        loads = r.get("load_average")
+        load = f"{loads[0][0]} → {loads[1][0]}" if loads else "see above"
         lines.append(
             f"| {label} | `{r['name']}` | {r['query_ms']['p50']} / {r['query_ms']['p95']} | "
-            f"{r['encode']['texts_per_s']} | {r['encode']['texts_per_s'] / base:.2f} | "
+            f"{r['encode']['texts_per_s']} | {ratio} | "
             f"{r['encode'].get('chunked_texts_per_s', '—')} | {agree} | "
             f"{r['dense']['R@5']} / {r['dense']['R@10']} | "
-            f"{r['cold']['import_s']} / {r['cold']['first_query_s']} |"
+            f"{r['cold']['import_s']} / {r['cold']['first_query_s']} | {load} |"
         )
     lines += [
         "",
         "Dense R@k is plain cosine search over a conversation's turns (the `dense MiniLM cosine` "
         "baseline of `locomo.py`); Memento's own recall per embedder is "
-        "`benchmarks/locomo.py --embedder onnx|onnx-int8|torch`.",
+        "`benchmarks/locomo.py --embedder onnx|onnx-int8|torch` and, for the multilingual ones, "
+        "`benchmarks/multilingual.py --locomo`. Rows measured by a later `--only` run keep "
+        "their own load average (last column).",
         "",
         machine_line(report["machine"]),
         "",
@@ -198,15 +225,23 @@ def render_markdown(report: dict[str, Any]) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = arguments(__doc__, locomo=True)
     parser.add_argument("--quick", action="store_true", help="one conversation, 100 queries")
+    parser.add_argument("--only", default="", help="comma-separated row names to measure")
     args = parser.parse_args(argv)
+    only = [n for n in args.only.split(",") if n]
+    unknown = [n for n in only if n not in EMBEDDERS]
+    if unknown:
+        parser.error(f"unknown rows {unknown}; known: {list(EMBEDDERS)}")
     if locomo_missing(args.data):
         return 2
     conversations = load_conversations(args.data)[: 1 if args.quick else None]
     queries = [q.text for c in conversations for q in c.questions][: 100 if args.quick else None]
     load_before = load_average()
     results: dict[str, Any] = {}
+    earlier = load_result(args.out, "embedders") if only else None
+    if earlier:
+        results.update(earlier["embedders"])
     reference: list[np.ndarray] | None = None
-    for name in EMBEDDERS:
+    for name in only or EMBEDDERS:
         results[name], vectors = measure(
             name, conversations, queries, reference, cold_runs=1 if args.quick else 5
         )
@@ -216,13 +251,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     report = {
         "benchmark": "embedders",
         "command": "HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/embedders.py"
-        + (" --quick" if args.quick else ""),
+        + (" --quick" if args.quick else "")
+        + (f" --only {args.only!r}" if only else ""),
         "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "load_average": [load_before, load_average()],
         "conversations": len(conversations),
         "turns": sum(len(c.turns) for c in conversations),
         "queries": len(queries),
-        "embedders": results,
+        "embedders": {name: results[name] for name in EMBEDDERS if name in results},
         "machine": machine(),
     }
     write_report(args.out, "embedders", report, render_markdown(report))
