@@ -19,12 +19,16 @@ per-query normalised score fusion (each model's cosines z-scored over the memori
 which needs two searches and so cannot be one store's space, and the concatenation at other
 weights.
 
-``--locomo`` adds LoCoMo R@5 / R@10 through recall for MiniLM and the shipped ``multilingual``
-embedder in the same run (``benchmarks/locomo.py``'s protocol; data from ``--data``).
+``--locomo [NAMES]`` adds LoCoMo R@1 / R@5 / R@10 through recall for MiniLM and the shipped
+``multilingual`` embedder (or the candidates / registered embedders named) in the same run
+(``benchmarks/locomo.py``'s protocol; data from ``--data``; about 10 minutes per embedder on an
+idle core, much more on a busy machine). Without it, the last report's LoCoMo rows are kept
+with their command.
 
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/multilingual.py [--only NAME,...] [--locomo]
 
-Rerun it after every ranking change: recall's figures move, the raw ones do not. Speed figures
+Rerun it after every ranking change (a minute or two without ``--locomo``): recall's figures
+move, the raw ones do not. Speed figures
 are wall-clock on a shared machine; the load average is recorded beside them.
 """
 
@@ -46,6 +50,7 @@ from _common import (
     arguments,
     latency_summary,
     load_average,
+    load_result,
     locomo_missing,
     machine,
     machine_line,
@@ -273,8 +278,8 @@ def render_markdown(report: dict[str, Any]) -> str:
     if report.get("locomo"):
         lines += [
             "",
-            "LoCoMo through `recall` (`benchmarks/locomo.py`'s protocol, all conversations, "
-            "one run):",
+            "LoCoMo through `recall` (`benchmarks/locomo.py`'s protocol, all conversations; "
+            f"every row from one run: `{report['locomo_command']}`):",
             "",
             "| embedder | name recorded | recall R@1 / R@5 / R@10 | its dense cosine R@5 / R@10 "
             "| seconds | load average before → after |",
@@ -327,6 +332,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     report["batch_texts"] = rows[0]["speed"]["batch_texts"] if rows else 0
     if args.locomo:
         report["locomo"] = locomo_recall(args.data, args.locomo.split(","))
+        report["locomo_command"] = report["command"]
+    elif (earlier := load_result(args.out, "multilingual")) and earlier.get("locomo"):
+        # LoCoMo takes long: a run without --locomo keeps the last one's rows, with its command.
+        report["locomo"] = earlier["locomo"]
+        report["locomo_command"] = earlier.get("locomo_command", earlier["command"])
     report["finished_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
     report["load_average"] = [load_before, load_average()]
     report["machine"] = machine()
