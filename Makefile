@@ -72,4 +72,4 @@ lint: $(BIN)/.installed
 bench: $(BIN)/.installed
 	$(BIN)/python benchmarks/summary.py --run locomo langgraph_store llamaindex_memory \
 		autogen_memory consolidation working_memory hotwords scale gateway embedders install_size \
-		chat_to_memory cold_cli sharing chroma_footprint inspector history
+		chat_to_memory cold_cli sharing chroma_footprint inspector history multilingual
