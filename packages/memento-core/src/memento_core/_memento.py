@@ -71,13 +71,7 @@ from memento_core._tokens import TokenCounter
 from memento_core._twins import async_twin
 from memento_core._visibility import check_viewer, is_live, live_clause, visibility_clause
 from memento_core._worker import MaintenanceReport
-from memento_core.embedding import (
-    CachingEmbedder,
-    Embedder,
-    default_embedder,
-    named_embedder,
-    registered_for,
-)
+from memento_core.embedding import CachingEmbedder, Embedder, default_embedder
 from memento_core.errors import EmbedderMismatch, InvalidInput, StoreNotFound
 from memento_core.hotwords import HotwordDetector, HotwordSet
 
@@ -199,7 +193,7 @@ class Memento:
                 )
 
         if isinstance(embedder, str):
-            embedder = named_embedder(embedder)
+            embedder = plugins.named_embedder(embedder)
         chosen = embedder or default_embedder()
         caching = chosen if isinstance(chosen, CachingEmbedder) else CachingEmbedder(chosen)
         try:
@@ -214,7 +208,7 @@ class Memento:
             # No embedder given: the store's own space, when an installed plugin provides it.
             recorded = None
             if embedder is None:
-                recorded = registered_for(mismatch.stored, mismatch.stored_dimension)
+                recorded = plugins.registered_for(mismatch.stored, mismatch.stored_dimension)
             if recorded is None:
                 raise
             caching = CachingEmbedder(recorded)

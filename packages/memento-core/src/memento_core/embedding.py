@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from memento_core.errors import InvalidInput, MissingDependency
+from memento_core.errors import MissingDependency
 
 if TYPE_CHECKING:
     import numpy as np
@@ -54,40 +54,6 @@ def default_embedder() -> Embedder:
     from memento_core._onnx_embedding import OnnxEmbedder
 
     return OnnxEmbedder()
-
-
-MULTILINGUAL_EXTRA = "memento-core[multilingual]"
-
-
-def named_embedder(name: str, **options: Any) -> Embedder:
-    """The embedder registered under ``name`` by a plugin (``onnx``, ``sentence-transformers``,
-    ``multilingual`` with the ``[multilingual]`` extra, ...); an unknown name is
-    ``InvalidInput`` listing the known ones."""
-    from memento_core import plugins
-
-    try:
-        return plugins.embedder(name, **options)
-    except LookupError as err:
-        hint = ""
-        if name.startswith("multilingual"):
-            hint = f"; install it with: pip install {MULTILINGUAL_EXTRA!r}"
-        raise InvalidInput(f"{err}{hint}") from None
-
-
-def registered_for(recorded: str, dimension: int) -> Embedder | None:
-    """A registered embedder that records ``recorded`` (a store's embedder name) with this
-    dimension, built with its default options; None when no installed plugin provides one.
-    Building an embedder loads no model, so this costs little."""
-    from memento_core import plugins
-
-    for name in plugins.registered_names()["embedders"]:
-        try:
-            candidate = plugins.embedder(name)
-            if (candidate.name, candidate.dimension) == (recorded, dimension):
-                return candidate
-        except Exception:  # a plugin that needs options (a URL, a key) is not this store's
-            continue
-    return None
 
 
 def embedder_for(model: str | Path) -> Embedder:

@@ -29,6 +29,7 @@ import pluggy
 
 from memento_core._hook_markers import PROJECT, hookspec
 from memento_core._hook_markers import hookimpl as hookimpl  # plugins mark their hooks with it
+from memento_core.errors import InvalidInput
 
 if TYPE_CHECKING:
     from memento_core._model import MemoryItem, Scope
@@ -212,6 +213,36 @@ def embedder(name: str, **options: Any) -> Embedder:
         known = ", ".join(sorted(_registry.embedders)) or "none"
         raise LookupError(f"no embedder named {name!r} is registered (known: {known})") from None
     return factory(**options)
+
+
+MULTILINGUAL_EXTRA = "memento-core[multilingual]"
+
+
+def named_embedder(name: str, **options: Any) -> Embedder:
+    """The embedder registered under ``name`` by a plugin (``onnx``, ``sentence-transformers``,
+    ``multilingual`` with the ``[multilingual]`` extra, ...); an unknown name is
+    ``InvalidInput`` listing the known ones."""
+    try:
+        return embedder(name, **options)
+    except LookupError as err:
+        hint = ""
+        if name.startswith("multilingual"):
+            hint = f"; install it with: pip install {MULTILINGUAL_EXTRA!r}"
+        raise InvalidInput(f"{err}{hint}") from None
+
+
+def registered_for(recorded: str, dimension: int) -> Embedder | None:
+    """A registered embedder that records ``recorded`` (a store's embedder name) with this
+    dimension, built with its default options; None when no installed plugin provides one.
+    Building an embedder loads no model, so this costs little."""
+    for name in registered_names()["embedders"]:
+        try:
+            candidate = embedder(name)
+            if (candidate.name, candidate.dimension) == (recorded, dimension):
+                return candidate
+        except Exception:  # a plugin that needs options (a URL, a key) is not this store's
+            continue
+    return None
 
 
 def summarizer(name: str = "extractive", **options: Any) -> Summarizer:

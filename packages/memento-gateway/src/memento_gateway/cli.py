@@ -4,9 +4,9 @@ memento-gateway my_app.graph:graph --keys keys.json [--path DIR | --url URL]
                 [--embedder NAME] [--host 127.0.0.1] [--port 8765]
 
 The protocol is a Korean product's: a new store gets the ``multilingual`` embedder when
-``memento-multilingual`` is installed (``pip install "memento-sendmsg-gateway[multilingual]"``). Without
-it the gateway still serves, with all-MiniLM-L6-v2 (English only) for a new store, and says so on
-standard error at start. An existing store always opens in the space it recorded.
+``memento-multilingual`` is installed (``pip install "memento-sendmsg-gateway[multilingual]"``).
+Without it the gateway still serves, with all-MiniLM-L6-v2 (English only) for a new store, and
+says so on standard error at start. An existing store always opens in the space it recorded.
 """
 
 from __future__ import annotations
