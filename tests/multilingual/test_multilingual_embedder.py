@@ -73,6 +73,13 @@ def test_the_plugin_registers_the_embedders_by_name() -> None:
         names
     )
     assert plugins.installed()["multilingual"].startswith("memento-multilingual ")
+    assert plugins.provided_by("multilingual") == [
+        "embedder multilingual",
+        "embedder multilingual-e5",
+        "embedder multilingual-ensemble",
+        "embedder multilingual-use",
+    ]
+    assert "embedder multilingual" not in plugins.provided_by(plugins.BUILTINS)
     shipped = plugins.embedder("multilingual")
     assert (shipped.name, shipped.dimension) == (E5_NAME, 384)
 

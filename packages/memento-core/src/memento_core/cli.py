@@ -402,16 +402,10 @@ def cmd_plugins(args: argparse.Namespace) -> None:
     table = Table(title="memento plugins")
     for column in ("plugin", "distribution", "provides"):
         table.add_column(column)
-    provided: dict[str, list[str]] = {}
-    for kind, names in plugins.registered_names().items():
-        for name in names:
-            provided.setdefault(kind, []).append(name)
     adapters = plugins.adapters()
     for name, dist in sorted(plugins.installed().items()):
         what = [f"adapter {a.name} ({a.framework})" for a in adapters.values() if a.package in dist]
-        if name == plugins.BUILTINS:
-            what += [f"embedder {n}" for n in provided.get("embedders", [])]
-            what += [f"summarizer {n}" for n in provided.get("summarizers", [])]
+        what += plugins.provided_by(name)
         table.add_row(name, dist, ", ".join(what))
     for name, failure in sorted(plugins.broken().items()):
         dist, _, reason = failure.partition(": ")

@@ -120,6 +120,8 @@ class _Registry:
         self.adapters: dict[str, AdapterInfo] = {}
         self.embedders: dict[str, Callable[..., Embedder]] = {}
         self.summarizers: dict[str, Callable[..., Summarizer]] = {}
+        self.providers: dict[str, str] = {}
+        """``"embedder NAME"`` / ``"summarizer NAME"`` → the plugin that registered it."""
         self.distributions: dict[str, str] = {}
         self.broken: dict[str, str] = {}
 
@@ -164,8 +166,12 @@ def _load() -> pluggy.PluginManager:
         _registry.distributions[entry.name] = distribution
     pm.check_pending()
     pm.hook.memento_register_adapters(register=_add_adapter)
-    pm.hook.memento_register_embedders(register=_add(_registry.embedders))
-    pm.hook.memento_register_summarizers(register=_add(_registry.summarizers))
+    # Each plugin's implementation in the order pluggy calls them (the last registered first),
+    # so that what each provides is known.
+    for impl in reversed(pm.hook.memento_register_embedders.get_hookimpls()):
+        impl.function(register=_add(_registry.embedders, f"{impl.plugin_name}:embedder"))
+    for impl in reversed(pm.hook.memento_register_summarizers.get_hookimpls()):
+        impl.function(register=_add(_registry.summarizers, f"{impl.plugin_name}:summarizer"))
     return pm
 
 
@@ -182,9 +188,12 @@ def _add_adapter(info: AdapterInfo) -> None:
     _registry.adapters[info.name] = info
 
 
-def _add(table: dict[str, Any]) -> Callable[[str, Any], None]:
+def _add(table: dict[str, Any], owner: str) -> Callable[[str, Any], None]:
+    plugin, _, kind = owner.partition(":")
+
     def register(name: str, factory: Any) -> None:
         table[name] = factory
+        _registry.providers[f"{kind} {name}"] = plugin
 
     return register
 
@@ -196,6 +205,7 @@ def reset() -> None:
         _registry.adapters.clear()
         _registry.embedders.clear()
         _registry.summarizers.clear()
+        _registry.providers.clear()
         _registry.distributions.clear()
         _registry.broken.clear()
 
@@ -259,6 +269,12 @@ def installed() -> dict[str, str]:
     """Loaded plugins: entry-point name → "distribution version"."""
     manager()
     return dict(_registry.distributions)
+
+
+def provided_by(plugin: str) -> list[str]:
+    """What a loaded plugin registered: ``"embedder NAME"``, ``"summarizer NAME"``, sorted."""
+    manager()
+    return sorted(what for what, owner in _registry.providers.items() if owner == plugin)
 
 
 def broken() -> dict[str, str]:
