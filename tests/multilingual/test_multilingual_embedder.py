@@ -268,3 +268,16 @@ def test_the_command_line_creates_a_store_with_a_named_embedder(
     assert main(["stats", "--path", path, "--embedder", "onnx"]) == 2
     err = capsys.readouterr().err
     assert E5_NAME in err and "\n" not in err.strip()
+
+
+def test_a_store_embeds_questions_as_queries(tmp_path: Path) -> None:
+    """The store's embedding cache keeps e5's query embedding apart from the passage one of the
+    same text, so a question is embedded with ``query: `` even when it was stored as a memory."""
+    e5 = E5Embedder()
+    with Memento.open(tmp_path / "store", embedder="multilingual") as store:
+        store.remember(KNEE_QUERY, scope=USER)  # the question's text, stored as a passage
+        query = store.embedder.embed_query(KNEE_QUERY)
+        passage = store.embedder.embed_documents([KNEE_QUERY])[0]
+    assert np.allclose(query, e5.embed_query(KNEE_QUERY), atol=1e-6)
+    assert np.allclose(passage, e5.embed_documents([KNEE_QUERY])[0], atol=1e-6)
+    assert not np.allclose(query, passage, atol=1e-3)
