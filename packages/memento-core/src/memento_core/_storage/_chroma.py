@@ -33,6 +33,11 @@ from memento_core.errors import (
 )
 
 SCHEMA_VERSION = 1
+STORE_RECORD = "store"
+"""The meta record naming the embedder and dimension (and, at a re-embedded store's root,
+the prefix its collections have now: ``space``)."""
+REEMBEDDING_RECORD = "reembedding"
+"""The meta record of a store being re-embedded into (``_respace``): which run builds it."""
 PLACEHOLDER_VECTOR = [1.0]
 PAGE = 2_000
 READ_AHEAD = 2
@@ -150,8 +155,11 @@ class ChromaStore:
         self._closed = True
 
     def attach(self, embedder_name: str, dimension: int) -> StoreInfo:
-        """Create or check the collections; refuse a store built by another embedder."""
-        names = {c if isinstance(c, str) else c.name for c in self.client.list_collections()}
+        """Create or check the collections; refuse a store built by another embedder, and
+        one still being re-embedded into (``_respace``). A store re-embedded in place keeps
+        its collections under the prefix its root record names (``space``): the prefix
+        becomes that one."""
+        names = self.collection_names()
         meta_name = f"{self.prefix}_meta"
         if meta_name not in names and names and self.location and "://" not in self.location:
             raise NotAMementoStore(
@@ -159,7 +167,20 @@ class ChromaStore:
                 "but no Memento store"
             )
         self.meta = self._side_collection("meta")
-        record = self.meta.get(ids=["store"], include=["metadatas"])
+        record = self.meta.get(ids=[STORE_RECORD, REEMBEDDING_RECORD], include=["metadatas"])
+        found = dict(zip(record["ids"], record["metadatas"]))
+        space = found.get(STORE_RECORD, {}).get("space")
+        if space and space != self.prefix:
+            self.prefix = str(space)  # the space in use; readers see it whole, or the old one
+            self.meta = self._side_collection("meta")
+            record = self.meta.get(ids=[STORE_RECORD], include=["metadatas"])
+        elif REEMBEDDING_RECORD in found:
+            pending = found[REEMBEDDING_RECORD]
+            raise StoreError(
+                f"{self.location} is an unfinished re-embedding of {pending['source']} into "
+                f"{pending['embedder']!r}; run the same `memento-core reembed` again to finish "
+                "it, or delete it"
+            )
         if record["ids"]:
             info = record["metadatas"][0]
             if info["embedder"] != embedder_name or int(info["dimension"]) != dimension:
@@ -173,7 +194,7 @@ class ChromaStore:
         else:
             schema = SCHEMA_VERSION
             self.meta.upsert(
-                ids=["store"],
+                ids=[STORE_RECORD],
                 embeddings=[PLACEHOLDER_VECTOR],
                 documents=["memento store"],
                 metadatas=[
@@ -184,6 +205,28 @@ class ChromaStore:
         self.links = self._side_collection("links")
         self.events = self._side_collection("events")
         return StoreInfo(embedder_name, dimension, schema, self.location, not record["ids"])
+
+    def collection_names(self) -> set[str]:
+        """The names of every collection the client holds (all stores and prefixes)."""
+        return {c if isinstance(c, str) else c.name for c in self.client.list_collections()}
+
+    def stored_space(self) -> tuple[str, int] | None:
+        """The embedder name and dimension the store records (following a re-embedded
+        store's root record to its space), or None where no store is."""
+        if f"{self.prefix}_meta" not in self.collection_names():
+            return None
+        meta = self._side_collection("meta")
+        found = meta.get(ids=[STORE_RECORD], include=["metadatas"])
+        if not found["ids"]:
+            return None
+        info = found["metadatas"][0]
+        if info.get("space") and info["space"] != self.prefix:
+            inner = self._collection_named(f"{info['space']}_meta")
+            found = inner.get(ids=[STORE_RECORD], include=["metadatas"])
+            if not found["ids"]:
+                return None
+            info = found["metadatas"][0]
+        return str(info["embedder"]), int(info["dimension"])
 
     def side_collection(self, name: str) -> Any:
         """A collection for records without real vectors (links, events, chat messages)."""
@@ -208,7 +251,9 @@ class ChromaStore:
         """The collection ``<prefix>_<name>``, created if missing. An existing one is fetched
         with ``get_collection``: in a process where a call on it failed (a full disk, say),
         chromadb 1.5's ``get_or_create_collection`` can hang once the disk has room again."""
-        full_name = f"{self.prefix}_{name}"
+        return self._collection_named(f"{self.prefix}_{name}", **options)
+
+    def _collection_named(self, full_name: str, **options: Any) -> Any:
         try:
             found = self.client.get_collection(full_name, embedding_function=None)
         except _import_chromadb().errors.NotFoundError:
