@@ -61,10 +61,13 @@ def embedder_named(name: str, **options: Any) -> Embedder:
     from memento_core._onnx_embedding import OnnxEmbedder, onnx_models
 
     registered = plugins.registered_names()["embedders"]
-    if name in registered:
-        return plugins.embedder(name, **options)
-    if name in onnx_models():
-        return OnnxEmbedder(name, **options)
+    try:
+        if name in registered:
+            return plugins.embedder(name, **options)
+        if name in onnx_models():
+            return OnnxEmbedder(name, **options)
+    except TypeError as err:  # an option the embedder does not take
+        raise InvalidInput(f"embedder {name!r}: {err}") from err
     raise InvalidInput(
         f"no embedder named {name!r}: give a registered one ({', '.join(registered)}) or an "
         f"ONNX model ({', '.join(onnx_models())})"
