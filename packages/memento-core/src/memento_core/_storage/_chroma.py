@@ -62,6 +62,8 @@ class ChromaStore:
     def __init__(self, client: Any, *, prefix: str, location: str) -> None:
         self.client = Guarded(client, self)
         self.prefix = prefix
+        self.root_prefix = prefix
+        """The prefix the store was opened with (``prefix`` is its space's, once attached)."""
         self.location = location
         self.lock = threading.RLock()
         self.directory: Path | None = None  # an embedded store's directory
@@ -260,7 +262,30 @@ class ChromaStore:
             found = self.client.get_or_create_collection(
                 full_name, embedding_function=None, **options
             )
-        return Guarded(found, self)
+        return Guarded(found, self, collection=True)
+
+    def moved(self, err: Exception) -> StoreUnavailable | None:
+        """The ``StoreUnavailable`` that explains a collection gone because another process
+        re-embedded the store into a new space (``_respace``) and dropped this one; None when
+        that is not why."""
+        if not isinstance(err, _import_chromadb().errors.NotFoundError):
+            return None
+        try:  # the unguarded client: this runs on a failure path already
+            root = self.client._target.get_collection(
+                f"{self.root_prefix}_meta", embedding_function=None
+            )
+            found = root.get(ids=[STORE_RECORD], include=["metadatas"])
+        except Exception:
+            return None
+        if not found["ids"] or (found["metadatas"][0].get("space") or self.root_prefix) == (
+            self.prefix
+        ):
+            return None
+        return StoreUnavailable(
+            f"the store {self.location} was re-embedded into "
+            f"{found['metadatas'][0]['embedder']!r} by another process while this one had it "
+            "open (memento-core reembed); open it again, with that embedder"
+        )
 
     def unavailable(self, err: Exception) -> StoreUnavailable | None:
         """The ``StoreUnavailable`` that explains a failed Chroma call, or None when the store
@@ -366,15 +391,17 @@ class Guarded:
     full, directory read-only — raise ``StoreUnavailable`` saying what happened and what to do;
     other errors pass through unchanged."""
 
-    def __init__(self, target: Any, store: ChromaStore) -> None:
+    def __init__(self, target: Any, store: ChromaStore, *, collection: bool = False) -> None:
         self._target = target
         self._store = store
+        self._collection = collection
 
     def __getattr__(self, name: str) -> Any:
         value = getattr(self._target, name)
         if not callable(value):
             return value
         store = self._store
+        collection = self._collection
 
         def guarded(*args: Any, **kwargs: Any) -> Any:
             if store.closed:  # Chroma's own error would name its internals
@@ -385,7 +412,7 @@ class Guarded:
             try:
                 return value(*args, **kwargs)
             except Exception as err:
-                problem = store.unavailable(err)
+                problem = store.unavailable(err) or (store.moved(err) if collection else None)
                 if problem is None:
                     raise
                 store.failed = True
