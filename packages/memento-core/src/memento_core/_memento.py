@@ -274,8 +274,6 @@ class Memento:
         batch_size: int = reembedding.BATCH_SIZE,
         on_progress: Callable[[int, int], None] | None = None,
     ) -> ReembedReport:
-        """The async twin of ``reembed``: it runs in a worker thread, so the event loop never
-        waits on the store or the embedder."""
         return await asyncio.to_thread(
             reembedding.reembed,
             path,
@@ -289,6 +287,9 @@ class Memento:
             batch_size=batch_size,
             on_progress=on_progress,
         )
+
+    # The twin runs in a worker thread: the event loop never waits on the store or embedder.
+    areembed.__func__.__doc__ = reembed.__func__.__doc__  # type: ignore[attr-defined]  # staticmethod objects here
 
     @property
     def weights(self) -> RankingWeights:
