@@ -354,3 +354,57 @@ def test_no_store_open_store_and_the_store_itself_are_refused(tmp_path: Path) ->
         Memento.reembed(tmp_path / "store", embedder=HashEmbedder(), to=tmp_path / "store")
     with Memento.open(tmp_path / "store") as mem:
         assert mem.stats().memories == 1
+
+
+def test_the_command_line_reembeds_and_says_what_it_did(
+    tmp_path: Path, int8: OnnxEmbedder, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from memento_core.cli import main
+
+    with Memento.open(tmp_path / "store") as mem:
+        fill(mem, extra=5)
+        before = snapshot(mem)
+    option = "model=all-MiniLM-L6-v2-int8"
+    argv = ["reembed", "--path", str(tmp_path / "store"), "--embedder", "onnx",
+            "--embedder-option", option, "--to", str(tmp_path / "new")]  # fmt: skip
+    assert main(argv) == 0
+    out, err = capsys.readouterr()
+    said = f"re-embedded {stored(before)} memories into {tmp_path / 'new'} with "
+    said += "'all-MiniLM-L6-v2-int8' (384 dimensions; was 'all-MiniLM-L6-v2')"
+    assert out.startswith(said)
+    assert f"re-embedded {stored(before)}/{stored(before)} memories" in err  # progress lines
+    with Memento.open(tmp_path / "new", embedder=int8) as mem:
+        assert snapshot(mem) == before
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (["--embedder", "nope", "--in-place"], "no embedder named 'nope'"),
+        (["--embedder", "onnx", "--embedder-option", "colour", "--in-place"], "KEY=VALUE"),
+        (["--embedder", "onnx", "--embedder-option", "colour=red", "--in-place"], "'colour'"),
+    ],
+)
+def test_command_line_mistakes_are_one_line(
+    tmp_path: Path, argv: list[str], says: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from memento_core.cli import main
+
+    with Memento.open(tmp_path / "store") as mem:
+        fill(mem)
+        before = snapshot(mem)
+    assert main(["reembed", "--path", str(tmp_path / "store"), *argv]) == 2
+    err = capsys.readouterr().err
+    assert says in err and err.count("\n") == 1 and err.startswith("memento-core: error: ")
+    with Memento.open(tmp_path / "store") as mem:
+        assert snapshot(mem) == before
+
+
+def test_the_command_line_wants_one_target(tmp_path: Path) -> None:
+    from memento_core.cli import main
+
+    with pytest.raises(SystemExit) as neither:
+        main(["reembed", "--path", str(tmp_path), "--embedder", "onnx"])
+    with pytest.raises(SystemExit) as both:
+        main(["reembed", "--path", str(tmp_path), "--embedder", "onnx", "--to", "x", "--in-place"])
+    assert neither.value.code == both.value.code == 2

