@@ -122,8 +122,10 @@ def reembed(
                 raise StoreError(_half_done(target, pending, in_place))
             respace.drop_space(target, keep_root_record=False)
         elif pending is None and respace.holds_store(target):
-            raise StoreError(f"{target.location} holds a Memento store already; re-embed into "
-                             "a new or empty directory")  # fmt: skip
+            if not in_place:
+                raise StoreError(f"{target.location} holds a Memento store already; re-embed "
+                                 "into a new or empty directory")  # fmt: skip
+            respace.drop_space(target, keep_root_record=False)  # a leftover no one reads
         if not resumed:
             respace.begin(target, source=origin, embedder=name, dimension=dimension)
         done = [0]
