@@ -13,11 +13,12 @@ import re
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from _faults import HERE, child_env
+from _faults import HERE, ChromaServer, child_env, own_server
 
 from memento_core import (
     Embedder,
@@ -180,3 +181,28 @@ def test_readers_beside_an_in_place_run_see_one_space_whole(
             assert look["worst"] > 0.95, look
     errors = [look["error"] for look in looks if "error" in look]
     assert len(errors) <= 1, errors  # at most a reader caught as the old space was dropped
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[ChromaServer]:
+    """A server of the test's own: the command line uses the default collection prefix."""
+    root = tmp_path / "chroma"
+    root.mkdir()
+    yield from own_server(root)
+
+
+def test_a_process_with_a_server_store_open_is_told_it_was_reembedded(
+    server: ChromaServer, embedder: Embedder, int8: OnnxEmbedder
+) -> None:
+    with Memento.open(url=server.url, embedder=embedder) as mem:
+        coffee = mem.remember("Alice takes her coffee black.", scope=ANN)
+        assert mem.recall("coffee", scope=ANN)[0].item.id == coffee
+        finish(reembed("--url", server.url, "--in-place"))
+        with pytest.raises(StoreError) as caught:
+            mem.remember("Bob drinks tea.", scope=ANN)
+            mem.recall("tea", scope=ANN)
+        message = str(caught.value)
+        assert "was re-embedded into 'all-MiniLM-L6-v2-int8' by another process" in message
+        assert "open it again" in message and "\n" not in message
+    with Memento.open(url=server.url, embedder=int8) as mem:
+        assert [i.id for i in mem.items()] == [coffee]
