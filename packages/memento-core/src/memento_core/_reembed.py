@@ -105,7 +105,8 @@ def reembed(
         if stored is None:
             raise StoreNotFound(f"no Memento store at {source.location}", path=source.location)
         source.attach(*stored)  # follows a space switched to; refuses a half-built target
-        origin = f"{source.location} ({collection_prefix})"
+        where = source.directory.resolve() if source.directory else source.location
+        origin = f"{where} ({collection_prefix})"  # names the run: the same on a rerun
         if in_place:
             target = respace.sibling(source, respace.space_of(source.prefix, _next(source)))
             if stored == (name, dimension):
