@@ -408,3 +408,22 @@ def test_the_command_line_wants_one_target(tmp_path: Path) -> None:
     with pytest.raises(SystemExit) as both:
         main(["reembed", "--path", str(tmp_path), "--embedder", "onnx", "--to", "x", "--in-place"])
     assert neither.value.code == both.value.code == 2
+
+
+def test_large_partitions_searched_in_the_store_get_the_new_vectors(
+    store_factory: StoreFactory, int8: OnnxEmbedder, embedder: Embedder
+) -> None:
+    # From int8 to fp32: fp32 gives a text one vector in any batch, so a memory found by its
+    # own text scores a cosine of 1 only with the vector of the new space.
+    notes = [f"note {n}: the ferry to island {n} leaves at dawn" for n in range(24)]
+    with store_factory.open(embedder=int8, partition_load_limit=5) as mem:
+        mem.remember_many([MemoryDraft(note, scope=ANN) for note in notes])
+        assert mem.mirror_large_partitions() >= 1
+        before = snapshot(mem)
+    Memento.reembed(**where(store_factory), embedder=embedder, in_place=True)
+    with store_factory.open(partition_load_limit=5) as mem:
+        assert snapshot(mem) == before
+        for note in notes[::5]:
+            top = mem.recall(note, scope=ANN, limit=1)[0]
+            assert top.item.content == note and top.reason.dense > 0.9999
+        assert mem.index_status().searched_in_store >= 1
