@@ -48,9 +48,15 @@ def test_a_foreign_host_is_refused(owner) -> None:  # type: ignore[no-untyped-de
     assert response.status_code == 400 and "attacker.example" in response.text
 
 
-def test_user_mode_needs_no_token(alice) -> None:  # type: ignore[no-untyped-def]
+def test_user_mode_needs_the_token_too(seeded: tuple[Memento, Seeded]) -> None:
+    alice = client_for(seeded[0], user="alice")
     response = alice.get("/")
     assert response.status_code == 200 and "acting as <b>alice</b>" in response.text
+    del alice.headers["x-memento-token"]
+    refused = alice.get("/")
+    assert refused.status_code == 401 and "token" in refused.text
+    assert "alice" not in refused.text  # a stranger is not told whom it acts as
+    assert alice.get("/export?fmt=ndjson").status_code == 401
 
 
 # ----------------------------------------------------------------- overview
@@ -236,10 +242,13 @@ def test_a_session_shows_window_history_and_archive(alice) -> None:  # type: ign
     assert 'id="summaries"' in page.text and "/memory/" in page.text.split('id="summaries"')[1]
 
 
-def test_another_users_session_is_refused(seeded) -> None:  # type: ignore[no-untyped-def]
+def test_another_users_session_answers_as_an_unknown_one(seeded) -> None:  # type: ignore[no-untyped-def]
     bob = client_for(seeded[0], user="bob")
     response = bob.get(f"/session?id={SESSION}")
-    assert response.status_code == 403 and "another user" in response.text
+    unknown = bob.get("/session?id=no-such-chat")
+    assert response.status_code == unknown.status_code == 200
+    assert response.text.replace(SESSION, "X") == unknown.text.replace("no-such-chat", "X")
+    assert "Lisbon" not in response.text
 
 
 # ------------------------------------------------------------------- export
