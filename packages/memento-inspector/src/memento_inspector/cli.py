@@ -69,9 +69,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     import uvicorn
 
-    from memento_core import Memento, MementoError
+    from memento_core import Memento, MementoError, Scope
     from memento_inspector.app import create_app
 
+    try:
+        if args.user is not None or args.project is not None:
+            Scope(user_id=args.user, project_id=args.project)  # before the store is opened
+    except MementoError as err:
+        print(f"{PROG}: {err}", file=sys.stderr)
+        return 2
     try:
         mem = Memento.open(
             args.path,
