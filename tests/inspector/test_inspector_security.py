@@ -29,7 +29,7 @@ import httpx
 import pytest
 from _inspector_support import ALICE, BOB, SESSION, Seeded, seed
 
-from memento_core import Embedder, Memento
+from memento_core import Embedder, Memento, Scope
 
 BOB_CHAT = "bob-chat-7"
 BOB_NOTE = "NOTE-bob-wrote-on-a-private-link"
@@ -73,14 +73,8 @@ def scene(tmp_path_factory: pytest.TempPathFactory, embedder: Embedder) -> Scene
         chat = mem.chat(BOB_CHAT, scope=BOB)
         chat.append({"role": "user", "content": "Bob's secret chat message."})
         for user in EXPORT_USERS:
-            mem.remember(f"A note of {user}.", scope=_scope(user))
+            mem.remember(f"A note of {user}.", scope=Scope(user_id=user))
     return Scene(path, ids, bob_linked, formulas, bidi)
-
-
-def _scope(user: str):  # type: ignore[no-untyped-def]
-    from memento_core import Scope
-
-    return Scope(user_id=user)
 
 
 def snapshot(path: Path) -> list[str]:
