@@ -25,7 +25,7 @@ from urllib.parse import quote
 from memento_core import InvalidInput, Memento, MemoryItem, Scope
 
 FORMATS = {
-    "ndjson": ("application/x-ndjson", "ndjson"),
+    "ndjson": ("application/x-ndjson; charset=utf-8", "ndjson"),
     "markdown": ("text/markdown; charset=utf-8", "md"),
     "csv": ("text/csv; charset=utf-8", "csv"),
 }
