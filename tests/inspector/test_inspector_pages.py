@@ -208,6 +208,13 @@ def test_unknown_and_hidden_memories_are_not_found(alice, seeded) -> None:  # ty
     assert alice.get("/nowhere").status_code == 404
 
 
+def test_a_memory_page_says_only_what_a_change_made_here_did(owner, seeded) -> None:  # type: ignore[no-untyped-def]
+    coffee = seeded[1].coffee
+    assert "The memory was saved." in owner.get(f"/memory/{coffee}?done=saved").text
+    spoofed = owner.get(f"/memory/{coffee}?done=deleted+by+the+admin.+Call+555-0100").text
+    assert "admin" not in spoofed and 'id="done"' not in spoofed
+
+
 def test_a_memory_of_another_user_offers_no_changes(alice, seeded) -> None:  # type: ignore[no-untyped-def]
     page = alice.get(f"/memory/{seeded[1].bob_team}")
     assert page.status_code == 200 and 'id="edit"' not in page.text

@@ -154,6 +154,14 @@ def expiry(mem: Memento, item: MemoryItem) -> str:
     return f"{state} {item.expires_at:%Y-%m-%d %H:%M} UTC: {span} ({source}); each use renews it"
 
 
+DONE = ("saved", "forgotten", "restored")
+"""What a change made here says on the memory's page after it (``?done=``): nothing else."""
+
+
+def _done(value: str) -> str:
+    return value if value in DONE else ""
+
+
 async def memory(request: Request) -> Response:
     inspector = inspector_of(request)
     memory_id = request.path_params["memory_id"]
@@ -192,7 +200,7 @@ async def memory(request: Request) -> Response:
         graph=plots.link_graph(item.title or item.content, neighbours),
         expiry=expiry(mem, item),
         now=datetime.now(timezone.utc),
-        done=request.query_params.get("done", ""),
+        done=_done(request.query_params.get("done", "")),
         owned=inspector.user is None or item.scope.user_id == inspector.user,
     )
 
