@@ -8,7 +8,8 @@ import io
 import json
 
 import pytest
-from _inspector_support import SESSION, TOKEN, Seeded, client_for, csrf_of
+from _inspector_support import HOSTS, SESSION, TOKEN, Seeded, client_for, csrf_of
+from starlette.testclient import TestClient
 
 from memento_core import Memento
 
@@ -41,6 +42,21 @@ def test_owner_mode_needs_the_token(seeded: tuple[Memento, Seeded]) -> None:
     first = client.get(f"/memories?token={TOKEN}&state=all")
     assert first.status_code == 303 and first.headers["location"] == "/memories?state=all"
     assert client.get("/memories?state=all").status_code == 200  # the cookie carries it now
+
+
+def test_an_inspector_without_a_token_must_be_asked_for(seeded: tuple[Memento, Seeded]) -> None:
+    from memento_core import InvalidInput
+    from memento_inspector import create_app
+
+    mem = seeded[0]
+    with pytest.raises(InvalidInput, match="needs a token"):
+        create_app(mem, user="alice")
+    with pytest.raises(InvalidInput, match="store's owner always needs a token"):
+        create_app(mem, no_token=True)
+    with pytest.raises(InvalidInput, match="not both"):
+        create_app(mem, user="alice", token=TOKEN, no_token=True)
+    opened = TestClient(create_app(mem, user="alice", no_token=True, allowed_hosts=HOSTS))
+    assert opened.get("/").status_code == 200  # asked for: served without one
 
 
 def test_a_foreign_host_is_refused(owner) -> None:  # type: ignore[no-untyped-def]
