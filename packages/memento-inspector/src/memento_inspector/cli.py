@@ -105,7 +105,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         mem.close()
         print(f"{PROG}: {err}", file=sys.stderr)
         return 2
-    config = uvicorn.Config(app, host=args.host, port=args.port, log_level="warning")
+    # No proxy stands in front: X-Forwarded-* from a local process must not change the scheme.
+    config = uvicorn.Config(
+        app, host=args.host, port=args.port, log_level="warning", proxy_headers=False
+    )
     server = uvicorn.Server(config)
 
     def announce() -> None:
