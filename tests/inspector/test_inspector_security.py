@@ -225,15 +225,14 @@ def test_another_users_session_answers_as_an_unknown_one(alice: Served) -> None:
 # -------------------------------------------------------------------- exports
 
 
-@pytest.mark.parametrize("fmt", ["csv", "ndjson", "markdown"])
+@pytest.mark.parametrize("user", EXPORT_USERS)
 def test_exports_of_users_outside_latin_1_are_named_per_rfc_6266(
-    scene: Scene, tmp_path: Path, fmt: str
+    scene: Scene, tmp_path: Path, user: str
 ) -> None:
-    suffix = {"csv": "csv", "ndjson": "ndjson", "markdown": "md"}[fmt]
-    for user in EXPORT_USERS:
-        with serve(scene.path, "--user", user, "--read-only", log=tmp_path / "log.txt") as one:
+    with serve(scene.path, "--user", user, "--read-only", log=tmp_path / "log.txt") as one:
+        for fmt, suffix in (("csv", "csv"), ("ndjson", "ndjson"), ("markdown", "md")):
             response = one.get(f"/export?fmt={fmt}")
-            assert response.status_code == 200, (user, response.text[:300])
+            assert response.status_code == 200, (fmt, response.text[:300])
             header = response.headers["content-disposition"]
             # RFC 6266: an ASCII filename, then filename* in UTF-8 (RFC 8187), which wins.
             parts = re.fullmatch(
@@ -248,7 +247,7 @@ def test_exports_of_users_outside_latin_1_are_named_per_rfc_6266(
                 contents = [json.loads(line)["content"] for line in response.text.splitlines()]
             else:
                 contents = _cells(response.text) if fmt == "csv" else [response.text]
-            assert any(f"A note of {user}." in text for text in contents), user
+            assert any(f"A note of {user}." in text for text in contents), fmt
 
 
 def test_a_user_id_with_a_line_break_is_refused_at_start(scene: Scene) -> None:
