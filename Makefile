@@ -69,6 +69,6 @@ lint: $(BIN)/.installed
 	$(BIN)/ruff check . && $(BIN)/ruff format --check . && $(BIN)/mypy && $(BIN)/lint-imports
 
 bench: $(BIN)/.installed
-	$(BIN)/python benchmarks/summary.py --run locomo langgraph_store llamaindex_memory \
+	$(BIN)/python benchmarks/summary.py --run locomo langgraph_store langgraph_server llamaindex_memory \
 		autogen_memory consolidation working_memory hotwords scale gateway embedders install_size \
 		chat_to_memory cold_cli sharing chroma_footprint inspector history
