@@ -467,3 +467,5 @@ async def test_two_servers_on_one_store_see_each_others_writes(
             assert await client.store.get_item([root], "from-a") is None
     finally:
         assert second.stop() == 0, second.log()[-3000:]
+    # Its shutdown left the store and the checkpointer, and the last one closed the Memento.
+    assert "memento_langgraph.server closed the Memento store" in second.log()

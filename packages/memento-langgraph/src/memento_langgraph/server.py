@@ -202,6 +202,7 @@ class _Opened:
         if warming is not None:
             warming.join(WARM_JOIN_SECONDS)
         memento.close()
+        log.info("memento_langgraph.server closed the Memento store at %s", memento.location)
 
 
 def _warm(memento: Memento) -> None:
