@@ -159,7 +159,12 @@ def _store_ttl(raw: str | None) -> TTLConfig | None:
         raise ServerConfigError(f"langgraph.json's store.ttl must be an object, got {ttl!r}")
     config: TTLConfig = {}
     if ttl.get("default_ttl") is not None:
-        config["default_ttl"] = float(ttl["default_ttl"])
+        try:
+            config["default_ttl"] = float(ttl["default_ttl"])
+        except (TypeError, ValueError):
+            raise ServerConfigError(
+                f"langgraph.json's store.ttl.default_ttl must be minutes, got {ttl['default_ttl']!r}"
+            ) from None
     if ttl.get("refresh_on_read") is not None:
         config["refresh_on_read"] = bool(ttl["refresh_on_read"])
     return config
@@ -209,11 +214,14 @@ def _warm(memento: Memento) -> None:
     """Load the embedding model and mirror partitions too large to load whole, beside the
     server's start. A store that fails here fails again on the call that needs it, which
     reports it."""
-    with contextlib.suppress(MementoError):
+    try:
         memento.embedder.embed_query("warm up")
         copied = memento.mirror_large_partitions()
-        if copied:
-            log.info("memento: mirrored %d large partitions", copied)
+    except Exception as err:  # a background nicety: never the server's end
+        log.warning("memento_langgraph.server: warming the store failed: %s", err)
+        return
+    if copied:
+        log.info("memento_langgraph.server mirrored %d large partitions", copied)
 
 
 _OPENED = _Opened()
