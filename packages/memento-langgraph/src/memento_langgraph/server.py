@@ -163,7 +163,8 @@ def _store_ttl(raw: str | None) -> TTLConfig | None:
             config["default_ttl"] = float(ttl["default_ttl"])
         except (TypeError, ValueError):
             raise ServerConfigError(
-                f"langgraph.json's store.ttl.default_ttl must be minutes, got {ttl['default_ttl']!r}"
+                "langgraph.json's store.ttl.default_ttl must be minutes, got "
+                f"{ttl['default_ttl']!r}"
             ) from None
     if ttl.get("refresh_on_read") is not None:
         config["refresh_on_read"] = bool(ttl["refresh_on_read"])
