@@ -134,7 +134,7 @@ class Settings:
                 embedder=embedder,
                 collection_prefix=self.collection_prefix,
             )
-        except MementoError as err:
+        except (MementoError, OSError, ValueError) as err:  # OSError: a model that is not there
             message = " ".join(str(err).split())  # one line, whatever core's message holds
             line = (
                 f"memento_langgraph.server cannot open the Memento store at {self.where}: "
