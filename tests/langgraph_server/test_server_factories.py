@@ -7,11 +7,13 @@ and one clear line when the settings or the store are wrong — in process, thro
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import AsyncExitStack
 from pathlib import Path
@@ -22,7 +24,7 @@ from _server_support import free_port, launch, prepare_project
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, MessagesState, StateGraph
 
-from memento_core import Memento, Scope
+from memento_core import Embedder, Memento, MemoryDraft, Scope
 from memento_langgraph.server import ServerConfigError, checkpointer, store
 
 SETTINGS = (
@@ -34,6 +36,11 @@ SETTINGS = (
     "MEMENTO_INDEX_FIELDS",
     "LANGGRAPH_STORE",
 )
+DEFAULT_LOAD_LIMIT = 500
+"""``Memento.open``'s ``partition_load_limit``: a partition past it is mirrored, not loaded."""
+BIG_USER = Scope(user_id="big")
+WARM_SECONDS = 180
+"""A guard against a warm-up that never mirrors, not a timing assertion."""
 EXIT_SECONDS = 180
 """A guard against a misconfigured server that does not exit, not a timing assertion."""
 HOLDER = """
@@ -242,3 +249,22 @@ async def test_prune_through_the_servers_checkpointer_service(server_checkpointe
         assert len([c async for c in adapter.alist(threads["t1"])]) == 1
     finally:
         await server_checkpointer.exit_checkpointer()
+
+
+async def test_large_partitions_are_mirrored_in_the_background(
+    environ: pytest.MonkeyPatch, tmp_path: Path, embedder: Embedder
+) -> None:
+    path = tmp_path / "store"
+    with Memento.open(path, embedder=embedder) as mem:
+        drafts = [
+            MemoryDraft(content=f"note {n}: the harbour opens at {n % 24}h", scope=BIG_USER)
+            for n in range(DEFAULT_LOAD_LIMIT + 20)
+        ]
+        mem.remember_many(drafts)
+        assert mem.index_status().searched_in_store == 0
+    environ.setenv("MEMENTO_PATH", str(path))
+    async with store() as lg_store:
+        deadline = time.monotonic() + WARM_SECONDS
+        while lg_store.memento.index_status().searched_in_store == 0:
+            assert time.monotonic() < deadline, "no partition was mirrored"
+            await asyncio.sleep(0.2)
