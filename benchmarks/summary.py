@@ -457,6 +457,24 @@ def render_markdown(report: dict[str, Any]) -> str:
             "over whole turns (clients in the same process).",
             "",
         ]
+    server = report.get("langgraph_server")
+    if server:
+        lines += [
+            "## LangGraph server (`langgraph_server.py`)",
+            "",
+            f"LoCoMo through `langgraph dev` ({server['conversations']} of "
+            f"{server['conversations_available']} conversations, {server['questions']:,} "
+            "questions), load average at start and end "
+            f"{compact(server['load'])} (a shared 2-core machine):",
+            "",
+            "| store | R@5 | search p50 / p95 ms | put_item items/s |",
+            "|---|---|---|---|",
+        ]
+        for name, r5 in server["r5"].items():
+            timing = server["search_ms"].get(name)
+            speed = f"{timing['p50']} / {timing['p95']}" if timing else "— (in process)"
+            lines.append(f"| {name} | {r5:.1f} | {speed} | {server['puts_per_s'].get(name, '—')} |")
+        lines.append("")
     imports = report["import"]
     rss = report["peak_rss_mb"]
     lines += [
@@ -536,6 +554,37 @@ def gateway_figures(data: dict[str, Any] | None) -> dict[str, Any] | None:
     }
 
 
+def server_figures(data: dict[str, Any] | None) -> dict[str, Any] | None:
+    """``langgraph_server.py``'s figures: R@ through the server beside in process, speed."""
+    if data is None:
+        return None
+    return {
+        "conversations": data["conversations"],
+        "conversations_available": data["conversations_available"],
+        "questions": data["questions_scored"],
+        "r5": {name: summary["overall"]["R@5"] for name, summary in data["stores"].items()},
+        "r5_gap": data["r5_server_minus_in_process"],
+        "r5_met": data["r5_within_tolerance"],
+        "search_ms": {n: {"p50": t["p50"], "p95": t["p95"]} for n, t in data["search_ms"].items()},
+        "puts_per_s": {n: p["items_per_s"] for n, p in data["puts"].items()},
+        "load": [data["load_average_at_start"], data["load_average_at_end"]],
+    }
+
+
+def server_targets(server: dict[str, Any] | None) -> list[dict[str, Any]]:
+    if server is None:
+        return []
+    return [
+        {
+            "target": "LoCoMo R@5 through a LangGraph server (`search_items`) within 0.5 of "
+            "`MementoStore` in process",
+            "value": f"{server['r5_gap']:+.1f} points ({server['conversations']} of "
+            f"{server['conversations_available']} conversations)",
+            "met": server["r5_met"],
+        }
+    ]
+
+
 def compact(value: Any) -> str:
     """A load-average record as short text: numbers to one decimal."""
     if isinstance(value, dict):
@@ -597,6 +646,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     imports = measure_import(args.import_runs)
     hotwords = hotword_figures(load_result(results, "hotwords"))
     gateway = gateway_figures(load_result(results, "gateway"))
+    server = server_figures(load_result(results, "langgraph_server"))
     best, _, _ = best_r5(rows)
     report: dict[str, Any] = {
         "rendered": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -605,6 +655,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         ),
         "targets": targets(rows, scale, imports, hotwords, load_result(results, "chat_to_memory"))
         + gateway_targets(gateway)
+        + server_targets(server)
         + engine_targets(results)
         + install_targets(results)
         + inspector_targets(results)
@@ -619,6 +670,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         },
         "hotwords": hotwords,
         "gateway": gateway,
+        "langgraph_server": server,
         "runs": runs,
         "sources": sources(results),
     }

@@ -204,7 +204,7 @@ def test_embedder_mismatch_says_what_was_stored_and_what_was_given() -> None:
     message = str(error)
     assert "'a'" in message and "384" in message
     assert "'b'" in message and "8 dimensions" in message
-    assert "reindex" in message
+    assert "memento-core reembed" in message
     assert (error.stored, error.given) == ("a", "b")
 
 

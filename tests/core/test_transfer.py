@@ -202,6 +202,17 @@ def test_csv_export_holds_every_memory(filled: Filled) -> None:
     assert by_id[ids["fact"]]["deleted_at"] == ""
 
 
+@pytest.mark.parametrize("formula", ['=HYPERLINK("http://x")', "+1+1", "-2", "@SUM(A1)", "＝1"])
+def test_csv_cells_are_never_live_formulas(mem: Memento, formula: str) -> None:
+    memory_id = mem.remember(formula, scope=Scope(user_id="=cmd"), tags=["-tag"])
+    rows = list(csv.DictReader(io.StringIO("".join(mem.export("csv")))))
+    row = next(row for row in rows if row["id"] == memory_id)
+    assert row["content"] == "'" + formula
+    assert row["user_id"] == "'=cmd"
+    assert row["tags"] == "'-tag"
+    assert mem.get(memory_id).content == formula, "the memory itself is unchanged"
+
+
 def test_an_unknown_export_format_is_refused(filled: Filled) -> None:
     with pytest.raises(InvalidInput, match="format"):
         list(filled.store.export("xml"))

@@ -59,18 +59,17 @@ def seed(mem: Memento) -> Seeded:
 
 
 def client_for(mem: Memento, *, user: str | None = None, **options: object) -> TestClient:
-    """A test client of an inspector over ``mem``; as the owner it already holds the token."""
+    """A test client of an inspector over ``mem``, holding its token (in both modes)."""
     app = create_app(
         mem,
         user=user,
         project="apollo" if user in ("alice", "bob") else None,
-        token=None if user else TOKEN,
+        token=TOKEN,
         allowed_hosts=HOSTS,
         **options,  # type: ignore[arg-type]
     )
     client = TestClient(app, follow_redirects=False)
-    if user is None:
-        client.headers["x-memento-token"] = TOKEN
+    client.headers["x-memento-token"] = TOKEN
     return client
 
 

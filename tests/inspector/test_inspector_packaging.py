@@ -57,6 +57,8 @@ def test_the_command_line_takes_the_documented_options() -> None:
         ["--path", "store", "--user", "alice", "--port", "0", "--read-only"]
     )
     assert (args.user, args.port, args.read_only, args.host) == ("alice", 0, True, "127.0.0.1")
+    assert not args.no_token
+    assert build_parser().parse_args(["--user", "alice", "--no-token"]).no_token
     result = subprocess.run(
         [sys.executable, "-m", "memento_inspector", "--path", "a", "--url", "http://x"],
         capture_output=True,

@@ -8,7 +8,8 @@ import io
 import json
 
 import pytest
-from _inspector_support import SESSION, TOKEN, Seeded, client_for, csrf_of
+from _inspector_support import HOSTS, SESSION, TOKEN, Seeded, client_for, csrf_of
+from starlette.testclient import TestClient
 
 from memento_core import Memento
 
@@ -43,14 +44,35 @@ def test_owner_mode_needs_the_token(seeded: tuple[Memento, Seeded]) -> None:
     assert client.get("/memories?state=all").status_code == 200  # the cookie carries it now
 
 
+def test_an_inspector_without_a_token_must_be_asked_for(seeded: tuple[Memento, Seeded]) -> None:
+    from memento_core import InvalidInput
+    from memento_inspector import create_app
+
+    mem = seeded[0]
+    with pytest.raises(InvalidInput, match="needs a token"):
+        create_app(mem, user="alice")
+    with pytest.raises(InvalidInput, match="store's owner always needs a token"):
+        create_app(mem, no_token=True)
+    with pytest.raises(InvalidInput, match="not both"):
+        create_app(mem, user="alice", token=TOKEN, no_token=True)
+    opened = TestClient(create_app(mem, user="alice", no_token=True, allowed_hosts=HOSTS))
+    assert opened.get("/").status_code == 200  # asked for: served without one
+
+
 def test_a_foreign_host_is_refused(owner) -> None:  # type: ignore[no-untyped-def]
     response = owner.get("/", headers={"host": "attacker.example"})
     assert response.status_code == 400 and "attacker.example" in response.text
 
 
-def test_user_mode_needs_no_token(alice) -> None:  # type: ignore[no-untyped-def]
+def test_user_mode_needs_the_token_too(seeded: tuple[Memento, Seeded]) -> None:
+    alice = client_for(seeded[0], user="alice")
     response = alice.get("/")
     assert response.status_code == 200 and "acting as <b>alice</b>" in response.text
+    del alice.headers["x-memento-token"]
+    refused = alice.get("/")
+    assert refused.status_code == 401 and "token" in refused.text
+    assert "alice" not in refused.text  # a stranger is not told whom it acts as
+    assert alice.get("/export?fmt=ndjson").status_code == 401
 
 
 # ----------------------------------------------------------------- overview
@@ -202,6 +224,13 @@ def test_unknown_and_hidden_memories_are_not_found(alice, seeded) -> None:  # ty
     assert alice.get("/nowhere").status_code == 404
 
 
+def test_a_memory_page_says_only_what_a_change_made_here_did(owner, seeded) -> None:  # type: ignore[no-untyped-def]
+    coffee = seeded[1].coffee
+    assert "The memory was saved." in owner.get(f"/memory/{coffee}?done=saved").text
+    spoofed = owner.get(f"/memory/{coffee}?done=deleted+by+the+admin.+Call+555-0100").text
+    assert "admin" not in spoofed and 'id="done"' not in spoofed
+
+
 def test_a_memory_of_another_user_offers_no_changes(alice, seeded) -> None:  # type: ignore[no-untyped-def]
     page = alice.get(f"/memory/{seeded[1].bob_team}")
     assert page.status_code == 200 and 'id="edit"' not in page.text
@@ -236,10 +265,13 @@ def test_a_session_shows_window_history_and_archive(alice) -> None:  # type: ign
     assert 'id="summaries"' in page.text and "/memory/" in page.text.split('id="summaries"')[1]
 
 
-def test_another_users_session_is_refused(seeded) -> None:  # type: ignore[no-untyped-def]
+def test_another_users_session_answers_as_an_unknown_one(seeded) -> None:  # type: ignore[no-untyped-def]
     bob = client_for(seeded[0], user="bob")
     response = bob.get(f"/session?id={SESSION}")
-    assert response.status_code == 403 and "another user" in response.text
+    unknown = bob.get("/session?id=no-such-chat")
+    assert response.status_code == unknown.status_code == 200
+    assert response.text.replace(SESSION, "X") == unknown.text.replace("no-such-chat", "X")
+    assert "Lisbon" not in response.text
 
 
 # ------------------------------------------------------------------- export

@@ -32,6 +32,8 @@ from memento_core._partitions import IndexStatus
 from memento_core._paths import DEFAULT_PATH, default_store_path
 from memento_core._policies import FOREVER, RetentionPolicy, ReviewPolicy
 from memento_core._ranking import RankingWeights, Reason, Recalled
+from memento_core._reembed import ReembedReport
+from memento_core._remote_embedding import OpenAICompatibleEmbedder
 from memento_core._storage import SideRecord, SideRecords
 from memento_core._summarize import ExtractiveSummarizer, Summarizer
 from memento_core._tokens import TokenCounter, WordPieceCounter
@@ -44,6 +46,7 @@ from memento_core.embedding import (
 )
 from memento_core.errors import (
     EmbedderMismatch,
+    EmbeddingFailed,
     InvalidContent,
     InvalidFilter,
     InvalidHotwords,
@@ -90,6 +93,7 @@ __all__ = [
     "Conversation",
     "Embedder",
     "EmbedderMismatch",
+    "EmbeddingFailed",
     "ErasureReport",
     "ExtractiveSummarizer",
     "FeedbackEvent",
@@ -128,6 +132,7 @@ __all__ = [
     "NotAMementoStore",
     "NotOwner",
     "OnnxEmbedder",
+    "OpenAICompatibleEmbedder",
     "Privacy",
     "PurgeReport",
     "RankingWeights",
@@ -135,6 +140,7 @@ __all__ = [
     "Reason",
     "RecallFilter",
     "Recalled",
+    "ReembedReport",
     "RetentionPolicy",
     "ReviewPolicy",
     "Role",

@@ -24,6 +24,12 @@ def _sentence_transformers(**options: Any) -> Embedder:
     return SentenceTransformerEmbedder(**options)
 
 
+def _openai_compatible(**options: Any) -> Embedder:
+    from memento_core._remote_embedding import OpenAICompatibleEmbedder
+
+    return OpenAICompatibleEmbedder(**options)
+
+
 def _extractive(**options: Any) -> Summarizer:
     from memento_core._summarize import ExtractiveSummarizer
 
@@ -34,6 +40,7 @@ def _extractive(**options: Any) -> Summarizer:
 def memento_register_embedders(register: Callable[[str, Callable[..., Embedder]], None]) -> None:
     register("onnx", _onnx)
     register("sentence-transformers", _sentence_transformers)
+    register("openai-compatible", _openai_compatible)
 
 
 @hookimpl

@@ -20,6 +20,7 @@ from memento_core import _consolidation as consolidation
 from memento_core import _history as history
 from memento_core import _lifecycle as lifecycle
 from memento_core import _links as links
+from memento_core import _reembed as reembedding
 from memento_core import _retrieval as retrieval
 from memento_core import _transfer as transfer
 from memento_core import _worker as worker
@@ -60,6 +61,7 @@ from memento_core._partitions import DEFAULT_BUDGET_MB, DEFAULT_LOAD_LIMIT, Inde
 from memento_core._paths import default_store_path, store_exists
 from memento_core._policies import Retention, RetentionPolicy, ReviewPolicy
 from memento_core._ranking import RankingWeights, Recalled
+from memento_core._reembed import ReembedReport
 from memento_core._storage import (
     ChromaStore,
     SideRecords,
@@ -235,6 +237,81 @@ class Memento:
             close_shared(shared, writer=url is None and not read_only)
             raise
         return cls(engine)
+
+    @staticmethod
+    def reembed(
+        path: str | os.PathLike[str] | None = None,
+        *,
+        url: str | None = None,
+        collection_prefix: str = "memento",
+        embedder: Embedder | str,
+        to: str | os.PathLike[str] | None = None,
+        in_place: bool = False,
+        read_only: bool = False,
+        restart: bool = False,
+        batch_size: int = reembedding.BATCH_SIZE,
+        on_progress: Callable[[int, int], None] | None = None,
+    ) -> ReembedReport:
+        """Re-embed a store (not open in this process) into ``embedder``'s space (an
+        ``Embedder``, or a name: ``"onnx"``, ``"openai-compatible"``, a plugin's, or an ONNX
+        model's), keeping every record as it is: ids, links, feedback, history, chat records,
+        usage counts, adapters' records.
+
+        ``to``: into a new directory (an embedded store), the source left as it is (opened
+        ``read_only`` if another process holds it; what that process writes meanwhile is
+        caught up by running this again). ``in_place``: the new space is built beside the old
+        one and switched to in one write — a reader opening before the switch sees the old
+        space whole, one after it the new one — then the old one is dropped; other processes
+        that had the store open must open it again, with the new embedder. On a Chroma server,
+        stop other writers first (an embedded store's write lock keeps them out).
+
+        A run cut short (a crash, SIGKILL) continues when run again with the same arguments:
+        memories copied already are not embedded again. A target half built by another run
+        is refused (``StoreError``); in place, ``restart`` discards it instead.
+        ``on_progress(done, total)`` counts memories. The old embedder is not needed."""
+        return reembedding.reembed(
+            path,
+            url=url,
+            collection_prefix=collection_prefix,
+            embedder=embedder,
+            to=to,
+            in_place=in_place,
+            read_only=read_only,
+            restart=restart,
+            batch_size=batch_size,
+            on_progress=on_progress,
+        )
+
+    @staticmethod
+    async def areembed(
+        path: str | os.PathLike[str] | None = None,
+        *,
+        url: str | None = None,
+        collection_prefix: str = "memento",
+        embedder: Embedder | str,
+        to: str | os.PathLike[str] | None = None,
+        in_place: bool = False,
+        read_only: bool = False,
+        restart: bool = False,
+        batch_size: int = reembedding.BATCH_SIZE,
+        on_progress: Callable[[int, int], None] | None = None,
+    ) -> ReembedReport:
+        return await asyncio.to_thread(
+            reembedding.reembed,
+            path,
+            url=url,
+            collection_prefix=collection_prefix,
+            embedder=embedder,
+            to=to,
+            in_place=in_place,
+            read_only=read_only,
+            restart=restart,
+            batch_size=batch_size,
+            on_progress=on_progress,
+        )
+
+    # The twin runs in a worker thread: the event loop never waits on the store or embedder.
+    areembed.__func__.__doc__ = reembed.__func__.__doc__  # type: ignore[attr-defined]  # staticmethod objects here
 
     @property
     def weights(self) -> RankingWeights:

@@ -190,16 +190,28 @@ def _markdown(items: Iterable[MemoryItem]) -> Iterator[str]:
         yield item.content.rstrip() + "\n"
 
 
+# What a spreadsheet may read as the start of a formula (OWASP's list, with line breaks and the
+# full-width forms some spreadsheets also take): such a cell gets a leading apostrophe.
+_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r", "\n", "\uff1d", "\uff0b", "\uff0d", "\uff20")
+
+
+def _inert(cell: object) -> object:
+    if isinstance(cell, str) and cell.startswith(_FORMULA_STARTS):
+        return "'" + cell
+    return cell
+
+
 def _csv(items: Iterable[MemoryItem]) -> Iterator[str]:
+    """CSV for spreadsheets: every cell quoted, none a live formula (CSV is not re-imported)."""
     buffer = io.StringIO()
-    writer = csv.writer(buffer)
+    writer = csv.writer(buffer, quoting=csv.QUOTE_ALL)
     writer.writerow(CSV_COLUMNS)
     for item in items:
-        writer.writerow(
+        writer.writerow(map(_inert,
             [item.id, item.type.value, item.content, item.title or "", item.scope.user_id or "",
              item.scope.agent_id or "", item.scope.project_id or "", item.scope.session_id or "",
              item.privacy.value, item.importance, item.pinned, ";".join(item.tags),
-             _time(item.created_at), _time(item.deleted_at) or ""]
+             _time(item.created_at), _time(item.deleted_at) or ""])
         )  # fmt: skip
         yield buffer.getvalue()
         buffer.seek(0)

@@ -51,15 +51,58 @@ def remember_many(
     on_progress: Callable[[int], None] | None = None,
     batch_size: int = BATCH_SIZE,
 ) -> list[str]:
-    """Check every draft, then store them window by window; the ids in order."""
+    """Check every draft, embed every text, then store them window by window; the ids in
+    order. Nothing is written before every vector is in hand: an embedder that fails midway
+    (a remote service gone) leaves the store as it was."""
     engine.check_writable()
     now = utcnow()
     items = [validate_draft(d, now, engine.retention, engine.review_policy) for d in drafts]
     replacing = {d.id for d in drafts if d.id is not None}
+    # One window embeds its texts in ``write``, after its one read; more are embedded first.
+    vectors = embed_ahead(engine, items, replacing, batch_size) if len(items) > WINDOW else None
     for start in range(0, len(items), WINDOW):
         window = items[start : start + WINDOW]
-        write(engine, window, replacing, now, batch_size=batch_size, on_progress=on_progress)
+        write(
+            engine,
+            window,
+            replacing,
+            now,
+            batch_size=batch_size,
+            on_progress=on_progress,
+            vectors=vectors,
+        )
     return [item.id for item in items]
+
+
+def embed_ahead(
+    engine: Engine, items: Sequence[MemoryItem], replacing: Container[str], batch_size: int
+) -> dict[str, Any]:
+    """The vectors (by text hash) of every text ``items`` may write: all but those of
+    memories stored already and not replaced, which a write leaves as they are. Longest
+    texts first, as ``store_items`` embeds (like lengths pad little). A memory stored by
+    another process meanwhile needs none; one erased meanwhile is embedded when written."""
+    stored: set[str] = set()
+    for start in range(0, len(items), WINDOW):
+        stored |= engine.store.existing_ids([i.id for i in items[start : start + WINDOW]])
+    return embed_all(
+        engine, [i for i in items if i.id not in stored or i.id in replacing], batch_size, {}
+    )
+
+
+def embed_all(
+    engine: Engine, items: Sequence[MemoryItem], batch_size: int, known: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The vectors of ``items``' texts by hash: those ``known`` already, the rest embedded
+    (vectors of identical text stored elsewhere reused), longest texts first."""
+    texts = {text_hash(i.content): i.content for i in items}
+    missing = [key for key in texts if key not in known]
+    prime_embeddings(engine, missing)
+    ordered = sorted(missing, key=lambda key: len(texts[key]), reverse=True)
+    vectors = {key: known[key] for key in texts if key in known}
+    for start in range(0, len(ordered), batch_size):
+        keys = ordered[start : start + batch_size]
+        vectors.update(zip(keys, engine.embedder.embed_documents([texts[k] for k in keys])))
+    return vectors
 
 
 def write(
@@ -70,27 +113,33 @@ def write(
     *,
     batch_size: int,
     on_progress: Callable[[int], None] | None,
+    vectors: Mapping[str, Any] | None = None,
 ) -> None:
     """Add new memories, replace those stored under a caller-chosen id, and leave
-    content-addressed duplicates as they are (restoring soft-deleted ones)."""
+    content-addressed duplicates as they are (restoring soft-deleted ones). ``vectors``: the
+    texts' vectors by hash, embedded already (``embed_ahead``)."""
     unique = list({item.id: item for item in items}.values())
     store = engine.store
     with store.lock:
         existing = {item.id: item for item in store.items_by_id([i.id for i in unique])}
         restore = [old for i, old in existing.items() if old.deleted_at and i not in replacing]
-        _restore(engine, restore, now)
         writes = [
             replacement(item, existing[item.id], now) if item.id in existing else item
             for item in unique
             if item.id not in existing or item.id in replacing
         ]
+        # Every vector before the first write: a failing embedder leaves the store as it was.
+        vectors = embed_all(engine, writes, batch_size, vectors or {})
+        _restore(engine, restore, now)
         if on_progress and len(items) > len(writes):
             on_progress(len(items) - len(writes))  # nothing to write for these
         if not writes:
             return
         writes = link_timeline(engine, writes, new={i.id for i in unique} - existing.keys())
         heads = _log_replacements(engine, [(existing[i.id], i) for i in writes if i.id in existing])
-        store_items(engine, writes, existing.keys(), batch_size, on_progress, extra=heads)
+        store_items(
+            engine, writes, existing.keys(), batch_size, on_progress, extra=heads, vectors=vectors
+        )
     if any(item.hotwords for item in writes) or replacing:
         engine.hotwords_changed()
     engine.written(writes)
@@ -135,9 +184,11 @@ def store_items(
     on_progress: Callable[[int], None] | None,
     *,
     extra: Mapping[str, Mapping[str, Any]] | None = None,
+    vectors: Mapping[str, Any] | None = None,
 ) -> None:
     """Embed ``items`` and write them with their vectors; the caller holds the store lock.
-    ``extra``: more metadata of some memories by id, in the same write (``_history``).
+    ``extra``: more metadata of some memories by id, in the same write (``_history``);
+    ``vectors``: texts' vectors by hash, embedded already (those are not embedded again).
 
     The encoder pads each of its batches to the longest text in it, so texts go to it
     longest first: its batches then hold texts of like length (on chat turns, a tenth
@@ -169,6 +220,10 @@ def store_items(
 
     def embedded(batch: Sequence[MemoryItem]) -> tuple[Any, list[str]]:
         hashes = [text_hash(item.content) for item in batch]
+        if vectors is not None and all(h in vectors for h in hashes):
+            import numpy as np
+
+            return np.stack([vectors[h] for h in hashes]), hashes
         prime_embeddings(engine, hashes)
         return engine.embedder.embed_documents([item.content for item in batch]), hashes
 

@@ -377,6 +377,73 @@ def cmd_mirror_partitions(args: argparse.Namespace) -> None:
     print(f"copied {copied} large partitions; recalls search them in the store")
 
 
+def _options(pairs: Sequence[str] | None) -> dict[str, Any]:
+    """``--embedder-option KEY=VALUE`` pairs; a value that reads as JSON (a number, true)
+    is taken as that, any other as text."""
+    options: dict[str, Any] = {}
+    for pair in pairs or ():
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise InvalidInput(f"--embedder-option takes KEY=VALUE, got {pair!r}")
+        try:
+            options[key.strip()] = json.loads(value)
+        except ValueError:
+            options[key.strip()] = value
+    return options
+
+
+def cmd_reembed(args: argparse.Namespace) -> None:
+    from memento_core._reembed import embedder_named
+
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    embedder = embedder_named(args.embedder, **_options(args.embedder_option))
+    path = None if args.url else (Path(args.path).expanduser() if args.path else None)
+    shown = _ProgressLines() if not sys.stderr.isatty() else None
+    with _progress(shown is None) as progress:
+        task = progress.add_task("re-embedding", total=None) if progress else None
+
+        def advance(done: int, total: int) -> None:
+            if progress is not None and task is not None:
+                progress.update(task, completed=done, total=total)
+            elif shown is not None:
+                shown(done, total)
+
+        report = Memento.reembed(
+            path,
+            url=args.url,
+            embedder=embedder,
+            to=args.to,
+            in_place=args.in_place,
+            read_only=args.read_only,
+            restart=args.restart,
+            batch_size=args.batch_size,
+            on_progress=advance,
+        )
+    where = "in place" if report.target == "in place" else f"into {report.target}"
+    earlier = f", {report.kept} done by an earlier run" if report.resumed else ""
+    print(
+        f"re-embedded {report.memories} memories {where} with {report.embedder!r} "
+        f"({report.dimension} dimensions; was {report.previous_embedder!r}): "
+        f"{report.embedded} embedded{earlier}, {report.removed} removed, "
+        f"{report.records} other records kept"
+    )
+
+
+class _ProgressLines:
+    """Progress as plain lines on standard error (a log, a pipe): one a step."""
+
+    def __call__(self, done: int, total: int) -> None:
+        print(f"re-embedded {done}/{total} memories", file=sys.stderr, flush=True)
+
+
+def _progress(shown: bool) -> Any:
+    import contextlib
+
+    from rich.progress import Progress
+
+    return Progress(transient=True) if shown else contextlib.nullcontext()
+
+
 def cmd_worker(args: argparse.Namespace) -> None:
     from memento_core._worker import MaintenanceReport
 
@@ -556,6 +623,37 @@ def build_parser() -> argparse.ArgumentParser:
         "erase-user", cmd_erase_user, "erase everything of one user (right to erasure)", scope=()
     )
     sub.add_argument("user_id")
+
+    sub = add(
+        "reembed",
+        cmd_reembed,
+        "re-embed the store into another embedder's space, keeping every record",
+        scope=(),
+    )
+    sub.conflict_handler = "resolve"  # a store-wide --embedder (to open with) means the new one
+    sub.add_argument(
+        "--embedder",
+        required=True,
+        help="the new embedder: a registered name (onnx, openai-compatible, a plugin's) or an "
+        "ONNX model (all-MiniLM-L6-v2-int8)",
+    )
+    sub.add_argument(
+        "--embedder-option",
+        action="append",
+        metavar="KEY=VALUE",
+        help="an option of the embedder (repeatable), e.g. model=all-MiniLM-L6-v2-int8",
+    )
+    target = sub.add_mutually_exclusive_group(required=True)
+    target.add_argument("--to", help="a new directory to build the re-embedded store in")
+    target.add_argument(
+        "--in-place", action="store_true", help="switch this store to the new space when done"
+    )
+    sub.add_argument("--batch-size", type=int, default=256, help="memories per step (256)")
+    sub.add_argument(
+        "--restart",
+        action="store_true",
+        help="in place: discard an unfinished re-embedding into another embedder",
+    )
 
     sub = add(
         "worker", cmd_worker, "run purge, review scheduling and sleep on an interval", scope=()

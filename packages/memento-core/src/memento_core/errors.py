@@ -19,6 +19,7 @@ catches ``ValueError`` or ``KeyError`` keeps working::
     │   ├── StoreUnavailable
     │   ├── StoreLocked
     │   └── ReadOnlyStore (PermissionError)
+    ├── EmbeddingFailed (RuntimeError)
     └── MissingDependency (ImportError)
 """
 
@@ -111,7 +112,8 @@ class EmbedderMismatch(StoreError):
         super().__init__(
             f"this store was built with embedder {stored!r} ({stored_dimension} dimensions) "
             f"but was opened with {given!r} ({given_dimension} dimensions); open it with the "
-            f"same embedder, or re-embed it with `memento-core reindex --embedder {given}`"
+            "same embedder, or re-embed the store into the new space "
+            "(`memento-core reembed --embedder NAME`)"
         )
         self.stored = stored
         self.stored_dimension = stored_dimension
@@ -143,6 +145,12 @@ class StoreLocked(StoreError):
 
 class ReadOnlyStore(StoreError, PermissionError):
     """A write to a store opened with ``read_only=True``; nothing was changed."""
+
+
+class EmbeddingFailed(MementoError, RuntimeError):
+    """The embedding model or service could not embed the texts (a remote service down, or
+    answering something that is not one usable vector per text). The write that needed them
+    stored nothing."""
 
 
 class MissingDependency(MementoError, ImportError):

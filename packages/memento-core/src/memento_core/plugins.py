@@ -248,7 +248,8 @@ def registered_for(recorded: str, dimension: int) -> Embedder | None:
     for name in registered_names()["embedders"]:
         try:
             candidate = embedder(name)
-            if (candidate.name, candidate.dimension) == (recorded, dimension):
+            # The name first: a remote embedder learns its dimension by asking its server.
+            if candidate.name == recorded and candidate.dimension == dimension:
                 return candidate
         except Exception:  # a plugin that needs options (a URL, a key) is not this store's
             continue

@@ -5,20 +5,22 @@ viewer's scope, so core's ownership rules decide (``NotOwner`` becomes a 403 pag
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import quote
 
 from starlette.datastructures import FormData
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
-from memento_core import MemoryItem, Privacy, check_scope_value, parse_enum
+from memento_core import MemoryItem, NotOwner, Privacy, check_scope_value, parse_enum
 from memento_inspector import forms
+from memento_inspector.guard import local_path
 from memento_inspector.rendering import render
 from memento_inspector.viewer import Inspector, Refused, inspector_of
 
 
 def _confirm(
-    request: Request, form: FormData, *, title: str, what: str, changes: list[str]
+    request: Request, form: FormData, *, title: str, what: str, changes: list[str], back: str
 ) -> Response:
     fields = {k: str(v) for k, v in form.items() if k not in ("csrf", "confirm")}
     return render(
@@ -29,22 +31,32 @@ def _confirm(
         changes=changes,
         fields=fields,
         action=request.url.path,
+        back=back,
     )
 
 
-def _go(path: str) -> Response:
-    return RedirectResponse(path, status_code=303)
+def _go(path: str, query: str = "") -> Response:
+    return RedirectResponse(local_path(path, query), status_code=303)
 
 
-async def _item(inspector: Inspector, memory_id: str) -> MemoryItem:
-    return await inspector.mem.aget(memory_id, scope=inspector.scope, include_deleted=True)
+def _page_of(memory_id: str) -> str:
+    return f"/memory/{quote(memory_id, safe='')}"
+
+
+async def _item(inspector: Inspector, memory_id: str, action: str) -> MemoryItem:
+    """The memory about to be changed, as the viewer may see it (a hidden one is not found);
+    another user's is refused before the question is asked (core refuses it again)."""
+    item = await inspector.get(memory_id)
+    if inspector.user is not None and item.scope.user_id != inspector.user:
+        raise NotOwner(f"memory {memory_id!r}", action)
+    return item
 
 
 async def edit(request: Request) -> Response:
     inspector = inspector_of(request)
     form = await inspector.form(request)
     memory_id = request.path_params["memory_id"]
-    item = await _item(inspector, memory_id)
+    item = await _item(inspector, memory_id, "update")
     changes: dict[str, Any] = {}
     content = forms.content(str(form.get("content", item.content)))
     if content != item.content:
@@ -69,6 +81,7 @@ async def edit(request: Request) -> Response:
             title="Save these changes?",
             what=item.title or item.content,
             changes=described or ["nothing changes"],
+            back=_page_of(memory_id),
         )
     scope = inspector.scope
     if changes:
@@ -77,15 +90,15 @@ async def edit(request: Request) -> Response:
         pin = inspector.mem.apin if pinned else inspector.mem.aunpin
         await pin(memory_id, scope=scope)
     await inspector.changed()
-    return _go(f"/memory/{memory_id}?done=saved")
+    return _go(_page_of(memory_id), "done=saved")
 
 
 async def forget(request: Request) -> Response:
     inspector = inspector_of(request)
     form = await inspector.form(request)
     memory_id = request.path_params["memory_id"]
-    item = await _item(inspector, memory_id)
     hard = form.get("hard") == "yes"
+    item = await _item(inspector, memory_id, "erase" if hard else "forget")
     if form.get("confirm") != "yes":
         change = (
             "erase it for good: its vector, links, feedback and facts derived only from it"
@@ -98,17 +111,20 @@ async def forget(request: Request) -> Response:
             title="Erase this memory?" if hard else "Forget this memory?",
             what=item.title or item.content,
             changes=[change],
+            back=_page_of(memory_id),
         )
     await inspector.mem.aforget(memory_id, hard=hard, scope=inspector.scope)
     await inspector.changed()
-    return _go("/memories?done=erased" if hard else f"/memory/{memory_id}?done=forgotten")
+    if hard:
+        return _go("/memories", "done=erased")
+    return _go(_page_of(memory_id), "done=forgotten")
 
 
 async def restore(request: Request) -> Response:
     inspector = inspector_of(request)
     form = await inspector.form(request)
     memory_id = request.path_params["memory_id"]
-    item = await _item(inspector, memory_id)
+    item = await _item(inspector, memory_id, "restore")
     if form.get("confirm") != "yes":
         return _confirm(
             request,
@@ -116,10 +132,11 @@ async def restore(request: Request) -> Response:
             title="Restore this memory?",
             what=item.title or item.content,
             changes=["show it again in recall"],
+            back=_page_of(memory_id),
         )
     await inspector.mem.arestore(memory_id, scope=inspector.scope)
     await inspector.changed()
-    return _go(f"/memory/{memory_id}?done=restored")
+    return _go(_page_of(memory_id), "done=restored")
 
 
 async def erase_user(request: Request) -> Response:
@@ -144,6 +161,7 @@ async def erase_user(request: Request) -> Response:
                 "facts derived only from them; adapters' records of the user",
                 "this cannot be undone",
             ],
+            back="/users",
         )
     report = await inspector.mem.aerase_user(user)
     await inspector.changed()
@@ -152,8 +170,8 @@ async def erase_user(request: Request) -> Response:
 
 def routes() -> list[Route]:
     return [
-        Route("/memory/{memory_id}/edit", edit, methods=["POST"]),
-        Route("/memory/{memory_id}/forget", forget, methods=["POST"]),
-        Route("/memory/{memory_id}/restore", restore, methods=["POST"]),
+        Route("/memory/{memory_id:path}/edit", edit, methods=["POST"]),
+        Route("/memory/{memory_id:path}/forget", forget, methods=["POST"]),
+        Route("/memory/{memory_id:path}/restore", restore, methods=["POST"]),
         Route("/users/erase", erase_user, methods=["POST"]),
     ]

@@ -11,19 +11,35 @@ the filters is left off its page. Arrays, built once per census, keep a page's f
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections import Counter
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import Any
 
 import numpy as np
 
-from memento_core import Census, Memento, MemoryItem, MemoryType, Privacy, Scope
+from memento_core import Census, MemoryItem, MemoryType, Privacy
 from memento_inspector.forms import PAGE_SIZE, BrowseQuery
 
 TYPES = {kind.value: n for n, kind in enumerate(MemoryType)}
 PRIVACIES = {level.value: n for n, level in enumerate(Privacy)}
 STATES = {"live": 0, "forgotten": 1, "expired": 2}
+
+
+def restorable_only(census: Census, user: str) -> Census:
+    """``census`` (of what ``user`` may see) without the forgotten memories of others: a
+    forgotten memory is shown only to whoever may restore it, so counts agree with lists."""
+    listing = tuple(one for one in census.listing if one.deleted_at is None or one.user_id == user)
+    if len(listing) == len(census.listing):
+        return census
+    per_day = Counter(one.created_at.date() for one in listing)
+    return replace(
+        census,
+        listing=listing,
+        forgotten=sum(one.deleted_at is not None for one in listing),
+        written_per_day=dict(sorted(per_day.items())),
+    )
 
 
 @dataclass(frozen=True)
@@ -117,11 +133,13 @@ def still_matches(item: MemoryItem, query: BrowseQuery, now: datetime) -> bool:
     )
 
 
-async def page(mem: Memento, scope: Scope | None, catalog: Catalog, query: BrowseQuery) -> Page:
+async def page(
+    read: Callable[[list[str]], Awaitable[list[MemoryItem]]], catalog: Catalog, query: BrowseQuery
+) -> Page:
+    """The query's page; ``read`` reads memories by id as the viewer may see them now."""
     found = catalog.matching(query)
     start = (query.page - 1) * PAGE_SIZE
-    chosen: Sequence[str] = [catalog.ids[n] for n in found[start : start + PAGE_SIZE]]
-    items = await mem.aget_many(chosen, scope=scope, include_deleted=True)
+    items = await read([catalog.ids[n] for n in found[start : start + PAGE_SIZE]])
     now = datetime.now(timezone.utc)
     return Page(
         items=[item for item in items if still_matches(item, query, now)],

@@ -1,9 +1,10 @@
 """The ``memento-inspector`` command (also ``python -m memento_inspector``): serve the inspector
 over a store on loopback.
 
-Without ``--user`` it acts as the store's owner and prints a one-time token (as notebook servers
-do); the address it prints carries it once, then a cookie does. It binds 127.0.0.1 unless
-``--host`` says otherwise, and serves only requests whose Host header names that host.
+It prints a one-time token at start (as notebook servers do), acting as the store's owner or as
+``--user``; the address it prints carries it once, then a cookie does. ``--no-token`` (with
+``--user`` only) serves without one, and warns. It binds 127.0.0.1 unless ``--host`` says
+otherwise, and serves only requests whose Host header names that host.
 """
 
 from __future__ import annotations
@@ -56,17 +57,32 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="open the store read-only (beside a writing process) and refuse every change",
     )
+    parser.add_argument(
+        "--no-token",
+        action="store_true",
+        help="with --user: ask no token (any process or person that reaches the port acts as "
+        "that user)",
+    )
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.no_token and not args.user:
+        parser.error("--no-token needs --user: acting as the store's owner always takes a token")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     import uvicorn
 
-    from memento_core import Memento, MementoError
+    from memento_core import Memento, MementoError, Scope
     from memento_inspector.app import create_app
 
+    try:
+        if args.user is not None or args.project is not None:
+            Scope(user_id=args.user, project_id=args.project)  # before the store is opened
+    except MementoError as err:
+        print(f"{PROG}: {err}", file=sys.stderr)
+        return 2
     try:
         mem = Memento.open(
             args.path,
@@ -79,7 +95,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except MementoError as err:
         print(f"{PROG}: {err}", file=sys.stderr)
         return 1
-    token = None if args.user else secrets.token_urlsafe(24)
+    token = None if args.no_token else secrets.token_urlsafe(24)
     hosts = set(LOOPBACK) | {args.host}
     try:
         app = create_app(
@@ -88,13 +104,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             project=args.project,
             read_only=args.read_only,
             token=token,
+            no_token=args.no_token,
             allowed_hosts=hosts,
         )
     except MementoError as err:
         mem.close()
         print(f"{PROG}: {err}", file=sys.stderr)
         return 2
-    config = uvicorn.Config(app, host=args.host, port=args.port, log_level="warning")
+    # No proxy stands in front: X-Forwarded-* from a local process must not change the scheme.
+    config = uvicorn.Config(
+        app, host=args.host, port=args.port, log_level="warning", proxy_headers=False
+    )
     server = uvicorn.Server(config)
 
     def announce() -> None:
@@ -103,6 +123,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         address = f"http://{host}:{port}/" + (f"?token={token}" if token else "")
         who = f"as user {args.user!r}" if args.user else "as the store's owner"
         print(f"Memento Inspector on {mem.location}, {who}: {address}", flush=True)
+        if token is None:
+            print(
+                f"{PROG}: warning: --no-token: anything that reaches {address} (any process or "
+                f"person on this machine) acts as user {args.user!r}",
+                file=sys.stderr,
+                flush=True,
+            )
 
     # uvicorn calls startup hooks after binding: announce the real port (``--port 0``).
     original = server.startup

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import Any
 
-from markupsafe import Markup, escape
+from markupsafe import Markup
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
@@ -19,13 +19,14 @@ from memento_core import (
     HotwordDetected,
     Memento,
     MemoryItem,
+    NotOwner,
     Recalled,
     Scope,
     WindowPolicy,
     detect_stream,
 )
 from memento_inspector import browsing, exporting, forms, plots
-from memento_inspector.rendering import render
+from memento_inspector.rendering import render, shown
 from memento_inspector.viewer import Inspector, inspector_of
 
 
@@ -59,7 +60,7 @@ async def browse(request: Request) -> Response:
     if counted is None or inspector.catalog is None:
         return counting(request)
     age = counted[1]
-    found = await browsing.page(inspector.mem, inspector.scope, inspector.catalog, query)
+    found = await browsing.page(inspector.get_many, inspector.catalog, query)
     return render(
         request, "browse.html", query=query, page=found, pages=found.pages, census_age=age
     )
@@ -68,14 +69,14 @@ async def browse(request: Request) -> Response:
 def highlight(text: str, terms: Sequence[str]) -> Markup:
     """``text`` with every word that starts with a matched term (terms are stems) marked."""
     if not terms:
-        return Markup(escape(text))
+        return shown(text)
     stems = tuple(t.lower() for t in terms if t)
     out = []
     for piece in re.split(r"(\w+)", text):
         if piece and piece.lower().startswith(stems) and re.fullmatch(r"\w+", piece):
-            out.append(Markup("<mark>{}</mark>").format(piece))
+            out.append(Markup("<mark>{}</mark>").format(shown(piece)))
         else:
-            out.append(escape(piece))
+            out.append(shown(piece))
     return Markup("").join(out)
 
 
@@ -130,18 +131,12 @@ async def search(request: Request) -> Response:
         weights=weights,
         weight_names=forms.WEIGHT_NAMES,
         rows=rows,
-        colours=plots.COMPONENT_COLOURS,
     )
-
-
-async def _get(inspector: Inspector, memory_id: str) -> MemoryItem:
-    return await inspector.mem.aget(memory_id, scope=inspector.scope, include_deleted=True)
 
 
 async def _labels(inspector: Inspector, memory_ids: list[str]) -> dict[str, str]:
     """Each memory's title or text, for those the viewer may see, read at once."""
-    seen = await inspector.mem.aget_many(memory_ids, scope=inspector.scope, include_deleted=True)
-    return {item.id: item.title or item.content for item in seen}
+    return {item.id: item.title or item.content for item in await inspector.get_many(memory_ids)}
 
 
 def expiry(mem: Memento, item: MemoryItem) -> str:
@@ -159,28 +154,42 @@ def expiry(mem: Memento, item: MemoryItem) -> str:
     return f"{state} {item.expires_at:%Y-%m-%d %H:%M} UTC: {span} ({source}); each use renews it"
 
 
+DONE = ("saved", "forgotten", "restored")
+"""What a change made here says on the memory's page after it (``?done=``): nothing else."""
+
+
+def _done(value: str) -> str:
+    return value if value in DONE else ""
+
+
 async def memory(request: Request) -> Response:
     inspector = inspector_of(request)
     memory_id = request.path_params["memory_id"]
-    item = await _get(inspector, memory_id)
+    item = await inspector.get(memory_id)
     mem = inspector.mem
-    links, events = await asyncio.gather(mem.alinks(memory_id), mem.afeedback_events(memory_id))
+    every_link, events = await asyncio.gather(
+        mem.alinks(memory_id), mem.afeedback_events(memory_id)
+    )
     related: list[tuple[str, str, bool]] = [
         (
             link.target_id if link.source_id == memory_id else link.source_id,
             link.type.value,
             link.source_id == memory_id,
         )
-        for link in links
+        for link in every_link
     ]
     if item.follows:
         related.append((item.follows, "follows", True))
     if item.superseded_by:
         related.append((item.superseded_by, "superseded by", True))
+    # Links are read without a scope: a link whose other end the viewer may not see is left
+    # out, with its note — not even its id or that it exists is shown.
     labels = await _labels(inspector, [other for other, _, _ in related])
+    links = [link for link, (other, _, _) in zip(every_link, related) if other in labels]
     neighbours = [
-        (other, labels.get(other, "(not visible)"), relation, outgoing)
+        (other, labels[other], relation, outgoing)
         for other, relation, outgoing in related
+        if other in labels
     ]
     return render(
         request,
@@ -191,7 +200,7 @@ async def memory(request: Request) -> Response:
         graph=plots.link_graph(item.title or item.content, neighbours),
         expiry=expiry(mem, item),
         now=datetime.now(timezone.utc),
-        done=request.query_params.get("done", ""),
+        done=_done(request.query_params.get("done", "")),
         owned=inspector.user is None or item.scope.user_id == inspector.user,
     )
 
@@ -230,14 +239,16 @@ async def hotwords(request: Request) -> Response:
         fired.extend(waiting)
         out, last = [], 0
         for n, cut in enumerate(cuts, 1):
-            out.append(escape(reply[last:cut]))
+            out.append(shown(reply[last:cut]))
             out.append(Markup('<sup class="fired">{}</sup>').format(n))
             last = cut
-        out.append(escape(reply[last:]))
+        out.append(shown(reply[last:]))
         marked = Markup("").join(out)
         labels = await _labels(inspector, [entry["event"].hotword_uid for entry in fired])
+        # The detector holds live memories the viewer may see; one forgotten since is left out.
+        fired = [entry for entry in fired if entry["event"].hotword_uid in labels]
         for entry in fired:
-            entry["label"] = labels.get(entry["event"].hotword_uid, "(not visible)")
+            entry["label"] = labels[entry["event"].hotword_uid]
     return render(request, "hotwords.html", reply=reply, fired=fired, marked=marked)
 
 
@@ -247,7 +258,13 @@ async def session(request: Request) -> Response:
     if not session_id:
         return render(request, "session.html", session_id="", window=[], history=[])
     mem = inspector.mem
-    history = await mem.ahistory(session_id, scope=inspector.scope)
+    try:
+        history = await mem.ahistory(session_id, scope=inspector.scope)
+        readable = True
+    except NotOwner:
+        # Another user's session answers as an unknown one does: the answer must not tell
+        # that the id exists.
+        history, readable = [], False
     # A view only: no eviction, no archive, no expiry, whatever the session's own policy.
     viewer = mem.chat(
         session_id,
@@ -259,8 +276,8 @@ async def session(request: Request) -> Response:
     window = await viewer.awindow() if history else []
     if await inspector.census() is None or inspector.catalog is None:
         return counting(request)
-    archived = await mem.aget_many(
-        inspector.catalog.in_session(session_id), scope=inspector.scope, include_deleted=True
+    archived = await inspector.get_many(
+        inspector.catalog.in_session(session_id) if readable else []
     )
     turn_of: dict[str, MemoryItem] = {}
     summaries: list[MemoryItem] = []
@@ -292,11 +309,11 @@ async def export(request: Request) -> Response:
     exporting.check_format(fmt)
     lines = await asyncio.to_thread(exporting.export_lines, inspector.mem, inspector.scope, fmt)
     media, suffix = exporting.FORMATS[fmt]
-    who = inspector.user or "store"
+    name = f"memento-{inspector.user or 'store'}.{suffix}"
     return StreamingResponse(
         iter(lines),
         media_type=media,
-        headers={"content-disposition": f'attachment; filename="memento-{who}.{suffix}"'},
+        headers={"content-disposition": exporting.attachment(name)},
     )
 
 
@@ -313,7 +330,7 @@ def routes() -> list[Route]:
         Route("/", overview, methods=["GET"]),
         Route("/memories", browse, methods=["GET"]),
         Route("/search", search, methods=["GET"]),
-        Route("/memory/{memory_id}", memory, methods=["GET"]),
+        Route("/memory/{memory_id:path}", memory, methods=["GET"]),
         Route("/hotwords", hotwords, methods=["GET", "POST"]),
         Route("/session", session, methods=["GET"]),
         Route("/export", export, methods=["GET"]),

@@ -5,8 +5,11 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from datetime import date, timedelta
+from urllib.parse import quote
 
 from markupsafe import Markup, escape
+
+from memento_inspector.rendering import shown
 
 COMPONENT_COLOURS = {
     "relevance": "#3b6fb6",
@@ -93,14 +96,15 @@ def link_graph(
             f"{arrow} {escape(relation)}</text>"
         )
         nodes.append(
-            f'<a href="/memory/{escape(memory_id)}"><circle cx="{x:.1f}" cy="{y:.1f}" r="9" '
-            f'class="node"/><text x="{x:.1f}" y="{y + 22:.1f}" class="node-label">'
-            f"{escape(label[:28])}</text></a>"
+            f'<a href="/memory/{escape(quote(memory_id, safe=""))}"><circle cx="{x:.1f}" '
+            f'cy="{y:.1f}" r="9" class="node"/><text x="{x:.1f}" y="{y + 22:.1f}" '
+            f'class="node-label">{shown(label[:28], "tspan")}</text></a>'
         )
     out.extend(nodes)
     out.append(
         f'<circle cx="{middle}" cy="{middle}" r="12" class="node centre"/>'
-        f'<text x="{middle}" y="{middle + 26}" class="node-label">{escape(centre[:28])}</text>'
+        f'<text x="{middle}" y="{middle + 26}" class="node-label">'
+        f"{shown(centre[:28], 'tspan')}</text>"
     )
     out.append("</svg>")
     return Markup("".join(out))

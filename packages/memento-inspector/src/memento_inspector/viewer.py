@@ -1,5 +1,9 @@
 """Who the inspector acts as, and what it keeps: the viewer's scope, the counts and lists of
-what the viewer may see (a census, taken in a thread), and the CSRF token its forms carry."""
+what the viewer may see (a census, taken in a thread), and the CSRF token its forms carry.
+
+What a page shows is what core lets the viewer see, with one rule on top, the one ``recall`` and
+the export keep: a forgotten (soft-deleted) memory is shown only to whoever may restore it — its
+owner, or the store's owner (``Inspector.shows``)."""
 
 from __future__ import annotations
 
@@ -13,8 +17,8 @@ from dataclasses import dataclass, field
 from starlette.datastructures import FormData
 from starlette.requests import Request
 
-from memento_core import Census, Memento, Scope
-from memento_inspector.browsing import Catalog
+from memento_core import Census, Memento, MemoryItem, MemoryNotFound, Scope
+from memento_inspector.browsing import Catalog, restorable_only
 
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 CENSUS_SECONDS = 30.0
@@ -39,7 +43,8 @@ class Refused(Exception):
 
 @dataclass
 class Inspector:
-    """One inspector over one store, acting as ``user`` (None: the store's owner)."""
+    """One inspector over one store, acting as ``user`` (None: the store's owner); ``token``
+    (None: none asked for, a user-mode inspector started with ``--no-token``)."""
 
     mem: Memento
     user: str | None = None
@@ -61,6 +66,27 @@ class Inspector:
         if self.user is None:
             return None
         return Scope(user_id=self.user, project_id=self.project)
+
+    def shows(self, item: MemoryItem) -> bool:
+        """Whether a memory core let the viewer read (``include_deleted=True``) is shown: a
+        forgotten one only to whoever may restore it (core's ownership rule: its user)."""
+        return self.user is None or item.deleted_at is None or item.scope.user_id == self.user
+
+    def shown(self, items: list[MemoryItem]) -> list[MemoryItem]:
+        return [item for item in items if self.shows(item)]
+
+    async def get(self, memory_id: str) -> MemoryItem:
+        """The memory as the viewer may see it; a hidden one is ``MemoryNotFound``, the very
+        error of an unknown id, so a page tells the two apart by nothing."""
+        item = await self.mem.aget(memory_id, scope=self.scope, include_deleted=True)
+        if not self.shows(item):
+            raise MemoryNotFound(memory_id)
+        return item
+
+    async def get_many(self, memory_ids: list[str]) -> list[MemoryItem]:
+        """``get`` for many ids in one read, leaving out unknown and hidden ones."""
+        found = await self.mem.aget_many(memory_ids, scope=self.scope, include_deleted=True)
+        return self.shown(found)
 
     async def census(self) -> tuple[Census, float] | None:
         """The counts of what the viewer may see and how many seconds old they are; None
@@ -90,6 +116,8 @@ class Inspector:
         try:
             started = time.monotonic()
             fresh = self.mem.census(self.scope)
+            if self.user is not None:
+                fresh = restorable_only(fresh, self.user)
             catalog = Catalog(fresh)
             self._count_seconds = time.monotonic() - started
             self._census = (started, fresh)

@@ -264,8 +264,9 @@ class MementoSaver(BaseCheckpointSaver[str]):
 
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         """``keep_latest``: keep each namespace's newest checkpoint and the ancestors its delta
-        channels still need; ``delete``: delete the threads (archiving them, if enabled)."""
-        if strategy == "delete":
+        channels still need; ``delete`` (``delete_all``, as a LangGraph server names it): delete
+        the threads (archiving them, if enabled)."""
+        if strategy in ("delete", "delete_all"):
             for thread_id in thread_ids:
                 self.delete_thread(thread_id)
         elif strategy == "keep_latest":

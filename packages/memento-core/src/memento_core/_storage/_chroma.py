@@ -33,6 +33,11 @@ from memento_core.errors import (
 )
 
 SCHEMA_VERSION = 1
+STORE_RECORD = "store"
+"""The meta record naming the embedder and dimension (and, at a re-embedded store's root,
+the prefix its collections have now: ``space``)."""
+REEMBEDDING_RECORD = "reembedding"
+"""The meta record of a store being re-embedded into (``_respace``): which run builds it."""
 PLACEHOLDER_VECTOR = [1.0]
 PAGE = 2_000
 READ_AHEAD = 2
@@ -57,6 +62,8 @@ class ChromaStore:
     def __init__(self, client: Any, *, prefix: str, location: str) -> None:
         self.client = Guarded(client, self)
         self.prefix = prefix
+        self.root_prefix = prefix
+        """The prefix the store was opened with (``prefix`` is its space's, once attached)."""
         self.location = location
         self.lock = threading.RLock()
         self.directory: Path | None = None  # an embedded store's directory
@@ -150,8 +157,11 @@ class ChromaStore:
         self._closed = True
 
     def attach(self, embedder_name: str, dimension: int) -> StoreInfo:
-        """Create or check the collections; refuse a store built by another embedder."""
-        names = {c if isinstance(c, str) else c.name for c in self.client.list_collections()}
+        """Create or check the collections; refuse a store built by another embedder, and
+        one still being re-embedded into (``_respace``). A store re-embedded in place keeps
+        its collections under the prefix its root record names (``space``): the prefix
+        becomes that one."""
+        names = self.collection_names()
         meta_name = f"{self.prefix}_meta"
         if meta_name not in names and names and self.location and "://" not in self.location:
             raise NotAMementoStore(
@@ -159,7 +169,20 @@ class ChromaStore:
                 "but no Memento store"
             )
         self.meta = self._side_collection("meta")
-        record = self.meta.get(ids=["store"], include=["metadatas"])
+        record = self.meta.get(ids=[STORE_RECORD, REEMBEDDING_RECORD], include=["metadatas"])
+        found = dict(zip(record["ids"], record["metadatas"]))
+        space = found.get(STORE_RECORD, {}).get("space")
+        if space and space != self.prefix:
+            self.prefix = str(space)  # the space in use; readers see it whole, or the old one
+            self.meta = self._side_collection("meta")
+            record = self.meta.get(ids=[STORE_RECORD], include=["metadatas"])
+        elif REEMBEDDING_RECORD in found:
+            pending = found[REEMBEDDING_RECORD]
+            raise StoreError(
+                f"{self.location} is an unfinished re-embedding of {pending['source']} into "
+                f"{pending['embedder']!r}; run the same `memento-core reembed` again to finish "
+                "it, or delete it"
+            )
         if record["ids"]:
             info = record["metadatas"][0]
             if info["embedder"] != embedder_name or int(info["dimension"]) != dimension:
@@ -173,7 +196,7 @@ class ChromaStore:
         else:
             schema = SCHEMA_VERSION
             self.meta.upsert(
-                ids=["store"],
+                ids=[STORE_RECORD],
                 embeddings=[PLACEHOLDER_VECTOR],
                 documents=["memento store"],
                 metadatas=[
@@ -184,6 +207,28 @@ class ChromaStore:
         self.links = self._side_collection("links")
         self.events = self._side_collection("events")
         return StoreInfo(embedder_name, dimension, schema, self.location, not record["ids"])
+
+    def collection_names(self) -> set[str]:
+        """The names of every collection the client holds (all stores and prefixes)."""
+        return {c if isinstance(c, str) else c.name for c in self.client.list_collections()}
+
+    def stored_space(self) -> tuple[str, int] | None:
+        """The embedder name and dimension the store records (following a re-embedded
+        store's root record to its space), or None where no store is."""
+        if f"{self.prefix}_meta" not in self.collection_names():
+            return None
+        meta = self._side_collection("meta")
+        found = meta.get(ids=[STORE_RECORD], include=["metadatas"])
+        if not found["ids"]:
+            return None
+        info = found["metadatas"][0]
+        if info.get("space") and info["space"] != self.prefix:
+            inner = self._collection_named(f"{info['space']}_meta")
+            found = inner.get(ids=[STORE_RECORD], include=["metadatas"])
+            if not found["ids"]:
+                return None
+            info = found["metadatas"][0]
+        return str(info["embedder"]), int(info["dimension"])
 
     def side_collection(self, name: str) -> Any:
         """A collection for records without real vectors (links, events, chat messages)."""
@@ -208,14 +253,39 @@ class ChromaStore:
         """The collection ``<prefix>_<name>``, created if missing. An existing one is fetched
         with ``get_collection``: in a process where a call on it failed (a full disk, say),
         chromadb 1.5's ``get_or_create_collection`` can hang once the disk has room again."""
-        full_name = f"{self.prefix}_{name}"
+        return self._collection_named(f"{self.prefix}_{name}", **options)
+
+    def _collection_named(self, full_name: str, **options: Any) -> Any:
         try:
             found = self.client.get_collection(full_name, embedding_function=None)
         except _import_chromadb().errors.NotFoundError:
             found = self.client.get_or_create_collection(
                 full_name, embedding_function=None, **options
             )
-        return Guarded(found, self)
+        return Guarded(found, self, collection=True)
+
+    def moved(self, err: Exception) -> StoreUnavailable | None:
+        """The ``StoreUnavailable`` that explains a collection gone because another process
+        re-embedded the store into a new space (``_respace``) and dropped this one; None when
+        that is not why."""
+        if not isinstance(err, _import_chromadb().errors.NotFoundError):
+            return None
+        try:  # the unguarded client: this runs on a failure path already
+            root = self.client._target.get_collection(
+                f"{self.root_prefix}_meta", embedding_function=None
+            )
+            found = root.get(ids=[STORE_RECORD], include=["metadatas"])
+        except Exception:
+            return None
+        if not found["ids"] or (found["metadatas"][0].get("space") or self.root_prefix) == (
+            self.prefix
+        ):
+            return None
+        return StoreUnavailable(
+            f"the store {self.location} was re-embedded into "
+            f"{found['metadatas'][0]['embedder']!r} by another process while this one had it "
+            "open (memento-core reembed); open it again, with that embedder"
+        )
 
     def unavailable(self, err: Exception) -> StoreUnavailable | None:
         """The ``StoreUnavailable`` that explains a failed Chroma call, or None when the store
@@ -321,15 +391,17 @@ class Guarded:
     full, directory read-only — raise ``StoreUnavailable`` saying what happened and what to do;
     other errors pass through unchanged."""
 
-    def __init__(self, target: Any, store: ChromaStore) -> None:
+    def __init__(self, target: Any, store: ChromaStore, *, collection: bool = False) -> None:
         self._target = target
         self._store = store
+        self._collection = collection
 
     def __getattr__(self, name: str) -> Any:
         value = getattr(self._target, name)
         if not callable(value):
             return value
         store = self._store
+        collection = self._collection
 
         def guarded(*args: Any, **kwargs: Any) -> Any:
             if store.closed:  # Chroma's own error would name its internals
@@ -340,7 +412,7 @@ class Guarded:
             try:
                 return value(*args, **kwargs)
             except Exception as err:
-                problem = store.unavailable(err)
+                problem = store.unavailable(err) or (store.moved(err) if collection else None)
                 if problem is None:
                     raise
                 store.failed = True
