@@ -396,6 +396,8 @@ def cmd_reembed(args: argparse.Namespace) -> None:
     from memento_core._reembed import embedder_named
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    if not args.embedder:
+        raise InvalidInput("reembed needs --embedder NAME: the embedder of the new space")
     embedder = embedder_named(args.embedder, **_options(args.embedder_option))
     path = None if args.url else (Path(args.path).expanduser() if args.path else None)
     shown = _ProgressLines() if not sys.stderr.isatty() else None
@@ -510,7 +512,8 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="NAME",
         help="the embedder a new store is created with, by its registered name (e.g. "
         "multilingual, with the [multilingual] extra; `plugins` lists them); an existing store "
-        "opens in the space it recorded",
+        "opens in the space it recorded. For reembed: the new embedder (required), a registered "
+        "name or an ONNX model (all-MiniLM-L6-v2-int8)",
     )
     who = common.add_argument_group("scope")
     for name in ("user", "agent", "project", "session"):
@@ -630,13 +633,8 @@ def build_parser() -> argparse.ArgumentParser:
         "re-embed the store into another embedder's space, keeping every record",
         scope=(),
     )
-    sub.conflict_handler = "resolve"  # a store-wide --embedder (to open with) means the new one
-    sub.add_argument(
-        "--embedder",
-        required=True,
-        help="the new embedder: a registered name (onnx, openai-compatible, a plugin's) or an "
-        "ONNX model (all-MiniLM-L6-v2-int8)",
-    )
+    # --embedder (every command's) names the new embedder here: a registered name (onnx,
+    # openai-compatible, a plugin's) or an ONNX model (all-MiniLM-L6-v2-int8).
     sub.add_argument(
         "--embedder-option",
         action="append",
