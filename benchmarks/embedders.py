@@ -105,8 +105,8 @@ def dense_recall(
     count = 0
     for conversation, vectors in zip(conversations, turn_vectors):
         ids = [t.dia_id for t in conversation.turns]
-        questions = [q.text for q in conversation.questions]
-        query_vectors = embedder.embed_documents(questions)
+        # Questions as queries: e5 embeds them with its "query: " prefix (the others alike).
+        query_vectors = np.stack([embedder.embed_query(q.text) for q in conversation.questions])
         order = np.argsort(-(query_vectors @ vectors.T), axis=1, kind="stable")
         for question, ranked in zip(conversation.questions, order):
             for k in KS:
