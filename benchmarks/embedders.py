@@ -201,6 +201,8 @@ def render_markdown(report: dict[str, Any]) -> str:
         ratio = f"{r['encode']['texts_per_s'] / base:.2f}" if base else "—"
         loads = r.get("load_average")
         load = f"{loads[0][0]} → {loads[1][0]}" if loads else "see above"
+        if r.get("measured_at"):
+            load += f" ({r['measured_at'][:10]})"
         lines.append(
             f"| {label} | `{r['name']}` | {r['query_ms']['p50']} / {r['query_ms']['p95']} | "
             f"{r['encode']['texts_per_s']} | {ratio} | "
@@ -239,7 +241,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     results: dict[str, Any] = {}
     earlier = load_result(args.out, "embedders") if only else None
     if earlier:
-        results.update(earlier["embedders"])
+        for name, row in earlier["embedders"].items():
+            # A row kept from an earlier run keeps that run's load average and time.
+            row.setdefault("load_average", earlier["load_average"])
+            row.setdefault("measured_at", earlier["finished_at"])
+            results[name] = row
     reference: list[np.ndarray] | None = None
     for name in only or EMBEDDERS:
         results[name], vectors = measure(
