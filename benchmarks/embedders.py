@@ -182,7 +182,8 @@ def render_markdown(report: dict[str, Any]) -> str:
     results = report["embedders"]
     base = results[REFERENCE]["encode"]["texts_per_s"] if REFERENCE in results else None
     lines = [
-        "# Embedders: all-MiniLM-L6-v2 on ONNX Runtime against sentence-transformers",
+        "# Embedders: all-MiniLM-L6-v2 on ONNX Runtime against sentence-transformers, and the "
+        "multilingual ones",
         "",
         f"`{report['command']}` — {report['finished_at']}, load average "
         f"{report['load_average'][0]} → {report['load_average'][1]}. "
