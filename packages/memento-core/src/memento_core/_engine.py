@@ -500,10 +500,13 @@ class Engine:
         copied = 0
         for name in sorted(ready):  # their keyword side: written, or its tail folded
             if not self.store.mirrors.has_postings(name):  # copied before postings existed
+                read_at = to_micros(utcnow())
                 held = self.store.mirrors.held(name)
                 texts = {i.id: i.content for i in self.store.items_by_id(held)}
                 found = [i for i in held if i in texts]
-                self.store.mirrors.index_postings(name, found, [texts[i] for i in found])
+                self.store.mirrors.index_postings(
+                    name, found, [texts[i] for i in found], read_at=read_at
+                )
                 if on_progress:
                     on_progress(len(found))
             elif self.store.mirrors.postings.tail_size(name):

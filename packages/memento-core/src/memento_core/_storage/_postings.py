@@ -390,7 +390,7 @@ class PartitionPostings:
         """Write a new generation holding these memories (id, term counts), as read from the
         store after ``mark``: the tail is what the mirror was given from then on. A memory
         taken out since the mark (a tombstone) is left out."""
-        started = _now_us()
+        started = mark  # what it holds was read after the mark: a drop since voids it
         listed = list(memories)
         tombs = self._tombs(digest)
         built = _Built(seen=dict(tombs))
@@ -487,14 +487,25 @@ class PartitionPostings:
                 for memory_id, counts in memories:
                     tail.put(memory_id, dict(counts), sum(counts.values()), at)
 
-    def scrub(self, digest: str, held: Mapping[str, Sequence[str]]) -> None:
+    def struck_since(self, digest: str, ids: Sequence[str], since: int) -> list[str]:
+        """Which of ``ids`` were taken out of the partition at or after ``since`` (µs)."""
+        tombs = self._tombs(digest)
+        return [i for i in ids if tombs.get(_hid(i), -1) >= since]
+
+    def gone_since(self, digest: str, since: int) -> bool:
+        return self._gone_since(digest, since)
+
+    def scrub(
+        self, digest: str, held: Mapping[str, Sequence[str]], *, struck: Sequence[str] = ()
+    ) -> None:
         """Take memories about to be erased, or leaving the partition (id → the terms the
         mirror lists for it), out of every generation of the partition's postings: nothing
         erased stays mentioned. First a tombstone each (a hash of the id, never the id), which
         every fold checks after writing its generation (``_settle``); then each record naming
         them is rewritten without every tombstoned id, and read again until none is left, so
-        a concurrent rewrite of the same record cannot put one back."""
-        if not held:
+        a concurrent rewrite of the same record cannot put one back. ``struck``: more ids to
+        tombstone (a mirror being built may be given them yet)."""
+        if not held and not struck:
             return
         terms = sorted({term for found in held.values() for term in found})
         head = self.head(digest, fresh=True)
@@ -506,7 +517,8 @@ class PartitionPostings:
                     sizes = _unpack(meta["length"])
                     lengths.update({i: int(sizes[n]) for n, i in enumerate(listed) if i in held})
         at = _now_us()
-        marks = [f"tomb:{digest}:{_hid(i)}" for i in held]
+        every = list(dict.fromkeys([*held, *struck]))
+        marks = [f"tomb:{digest}:{_hid(i)}" for i in every]
         self._collection().upsert(
             ids=marks,
             embeddings=[PLACEHOLDER_VECTOR] * len(marks),
@@ -519,9 +531,11 @@ class PartitionPostings:
                     "tgen": head.gen if head is not None and i in lengths else "",
                     "length": lengths.get(i, 0),
                 }
-                for i in held
+                for i in every
             ],
         )
+        if not held:
+            return
         with self._lock:
             self._heads.pop(digest, None)
             self._cache.clear()
@@ -838,7 +852,14 @@ class PartitionPostings:
         head = self.head(digest, fresh=True)
         if head is None:
             return 0
-        got = self._mirror(digest).get(where={"at": {"$gte": head.mark + OVERLAP_US}}, include=[])
+        try:
+            got = self._mirror(digest).get(
+                where={"at": {"$gte": head.mark + OVERLAP_US}}, include=[]
+            )
+        except StoreUnavailable:
+            raise
+        except Exception:  # chromadb's NotFoundError: the mirror was dropped
+            return 0
         return len(got["ids"])
 
     def fold(self, digest: str) -> bool:

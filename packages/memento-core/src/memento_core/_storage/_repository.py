@@ -421,9 +421,10 @@ class Repository:
         record caches, and their indexes drop the ids when a recall finds them gone)."""
         if not ids:
             return None
-        self.mirrors.delete(ids)  # first: an erased memory's vector stays in no mirror
+        done = self.mirrors.delete(ids)  # first: an erased memory's vector stays in no mirror
         for start in range(0, len(ids), PAGE):
             self._items.delete(ids=list(ids[start : start + PAGE]))
+        self.mirrors.delete(ids, besides=done)  # listed meanwhile: its build may hold them
         self.forget_cached(ids)
         self.directory.scrub(ids)
         self._scrub_changes(ids)
