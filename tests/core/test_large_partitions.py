@@ -515,3 +515,45 @@ def test_a_mirror_copied_before_postings_is_loaded_until_a_writer_writes_them(
     with _open(store_factory) as mem:
         assert _relevance(mem, ALICE) == exact
         assert mem.index_status().memories == 1
+
+
+def test_a_viewers_ranking_is_the_same_whatever_else_the_process_holds(
+    store_factory: StoreFactory,
+) -> None:
+    """Each memory counts once in the keyword statistics: a teammate's team memories held
+    here (their own partition loaded for their recall) and listed in the team partition
+    searched in the store are not counted twice, nor are other users' memories counted."""
+    bob = Scope(user_id="bob", project_id="apollo")
+    erin = Scope(user_id="erin", project_id="apollo")
+    drafts = [
+        MemoryDraft(content=f"{who.user_id} team {n}: {TOPICS[n % len(TOPICS)]}", scope=who,
+                    privacy="team")  # fmt: skip
+        for who, count in ((ALICE, 3), (bob, 8), (erin, 8))
+        for n in range(count)
+    ]
+    drafts += [MemoryDraft(content=f"bob's own budget review draft {n}", scope=bob)
+               for n in range(2)]  # fmt: skip
+    drafts += [MemoryDraft(content=f"carol zephyr soup {n}", scope=CAROL) for n in range(4)]
+    with _open(store_factory) as mem:
+        mem.remember_many([*drafts, *_public(30)])
+        assert mem.mirror_large_partitions() == 2  # apollo's team partition and the public one
+    # Two topics a query: how a hit on one ranks against a hit on the other (the keyword
+    # part is divided by the best) turns on both terms' document frequencies.
+    queries = ["budget soup", "cache volcano", "hiking espresso", "paprika deploy"]
+
+    def keyword_parts(mem: Memento) -> dict[str, dict[str, float]]:
+        return {
+            query: {h.item.id: round(h.reason.keyword, 4) for h in mem.recall(query, scope=ALICE,
+                                                                            limit=60)}
+            for query in queries
+        }  # fmt: skip
+
+    with _open(store_factory) as mem:
+        alone = keyword_parts(mem)
+    with _open(store_factory) as mem:
+        for other in (bob, CAROL, erin):  # their own partitions loaded here
+            _ids(mem, "warm up", other)
+        assert mem.index_status().memories > 5  # more than alice's own
+        beside_others = keyword_parts(mem)
+    assert beside_others == alone
+    assert any(0 < v < 1 for hits in alone.values() for v in hits.values())

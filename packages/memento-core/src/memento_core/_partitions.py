@@ -206,6 +206,12 @@ class PartitionedIndex:
                     held |= self._members[key]
             return held
 
+    def followed(self) -> set[str]:
+        """The memories indexed here because a partition searched in the store is followed
+        (``follow``): not in what this process reads of that partition's postings."""
+        with self._lock:
+            return {i for key in self._following for i in self._members.get(key, ())}
+
     def holds(self, memory_id: str) -> bool:
         return memory_id in self._keys_of
 

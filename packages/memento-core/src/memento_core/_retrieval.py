@@ -23,7 +23,7 @@ from memento_core import _history as history
 from memento_core._candidate_index import Elsewhere, matched_terms, tokenize
 from memento_core._filters import RecallFilter
 from memento_core._model import MemoryItem, Scope, as_utc, check_text, utcnow
-from memento_core._partitions import needed_by
+from memento_core._partitions import PUBLIC, TEAM, USER, digest
 from memento_core._ranking import Candidate, RankingWeights, Recalled, rank
 from memento_core._visibility import check_viewer, is_visible
 from memento_core.errors import InvalidInput
@@ -140,9 +140,23 @@ def candidates(
     elsewhere: Elsewhere | None = None  # the keyword statistics of those
     stored = None
     if far:  # their postings (``_postings``), scored with what is held here
-        held = engine.partitions.held_for(needed_by(viewer))
+        # What this process holds of them is counted once, here, whichever other partitions
+        # it holds: left out of their postings and out of their statistics.
+        lists = {
+            "public": digest(PUBLIC),
+            "user": digest(USER + (viewer.user_id or "")),
+            "team": digest(TEAM + (viewer.project_id or "")),
+        }
+        in_far = {name: d in far for name, d in lists.items()}
+        held = {
+            i: (length, tuple(lists[name] for name in names))
+            for i, (length, names) in index.held_in(
+                viewer.user_id, viewer.project_id, **in_far
+            ).items()
+        }
+        followed = engine.partitions.followed()
         terms = list(dict.fromkeys(tokenize(query)))
-        stored = engine.store.mirrors.keyword_postings(far, terms, held=held)
+        stored = engine.store.mirrors.keyword_postings(far, terms, held=held, followed=followed)
         if stored is None:  # dropped meanwhile (its user erased): nothing of it is found
             stored = engine.store.mirrors.keyword_postings((), terms, held=held)
     if stored is not None:

@@ -367,10 +367,15 @@ class PartitionMirrors:
         return hits
 
     def keyword_postings(
-        self, digests: Sequence[str], terms: Sequence[str], *, held: Set[str] = frozenset()
+        self,
+        digests: Sequence[str],
+        terms: Sequence[str],
+        *,
+        held: Mapping[str, tuple[float, Sequence[str]]] | None = None,
+        followed: Set[str] = frozenset(),
     ) -> StoredPostings | None:
         """The postings of ``terms`` in these mirrored partitions (``_postings.gather``)."""
-        return self.postings.gather(digests, terms, held=held)
+        return self.postings.gather(digests, terms, held=held or {}, followed=followed)
 
     def close(self) -> None:
         """Let the postings' folds in flight finish (the store is closing)."""

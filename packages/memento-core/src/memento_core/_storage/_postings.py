@@ -594,21 +594,34 @@ class PartitionPostings:
     # ------------------------------------------------------------------ reading
 
     def gather(
-        self, digests: Sequence[str], terms: Sequence[str], *, held: Set[str] = frozenset()
+        self,
+        digests: Sequence[str],
+        terms: Sequence[str],
+        *,
+        held: Mapping[str, tuple[float, Sequence[str]]] | None = None,
+        followed: Set[str] = frozenset(),
     ) -> StoredPostings | None:
         """The postings of ``terms`` over these partitions, each memory listed once, and
-        those in ``held`` (which the caller scores itself) left out; None when one of them has
-        no postings (a mirror written before them, which is not searched here)."""
+        those in ``held`` (which the caller scores itself: id → its length and which of these
+        partitions list it) left out, of the postings and of the statistics alike, so each
+        memory counts once whatever else the caller holds (``followed`` ones it holds but
+        does not read here: in no statistics of these); None when one of them has no
+        postings (a mirror written before them, which is not searched here)."""
+        held = held or {}
         for _ in range(2):
             with self._lock:
                 numbering = self._ids
-            result = self._gather(digests, terms, held)
+            result = self._gather(digests, terms, held, followed)
             if result is None or result.ids is numbering:
                 return result
         return result  # numbered afresh twice over: 4 million memories in one recall
 
     def _gather(
-        self, digests: Sequence[str], terms: Sequence[str], held: Set[str]
+        self,
+        digests: Sequence[str],
+        terms: Sequence[str],
+        held: Mapping[str, tuple[float, Sequence[str]]],
+        followed: Set[str],
     ) -> StoredPostings | None:
         import numpy as np
 
@@ -627,13 +640,22 @@ class PartitionPostings:
             # A memory reworded since the mark is in the base and the tail: the mirror's
             # count is exact, the length of the version the base held is estimated.
             overlap = seen.intersection(tail.ids) if seen else set()
+            # Held memories this partition lists in its base: counted by the caller.
+            in_base = [
+                length
+                for i, (length, lists) in held.items()
+                if head.digest in lists and i not in tail.ids and i not in followed
+            ]
+            memories = max(0, head.memories - len(in_base))
             fresh = len(tail.ids) - len(overlap)
-            counted = head.memories + fresh
-            count = min(counted, self._count(head.digest)) if fresh else head.memories
-            total = head.total_length + tail.total_length
+            counted = memories + fresh
+            count = memories
+            if fresh:
+                count = min(counted, max(0, self._count(head.digest) - len(in_base) - len(overlap)))
+            total = head.total_length - sum(in_base) + tail.total_length
             total -= sum(tail.lengths.get(i, 0) for i in overlap)
             result.memories += count
-            result.total_length += total * count / counted if counted else 0.0
+            result.total_length += max(0.0, total) * count / counted if counted else 0.0
             left_out = seen | tail.ids
             for term in terms:
                 ids, codes, tfs, lengths = base[term]
