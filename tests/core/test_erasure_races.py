@@ -220,8 +220,7 @@ def test_erasures_and_privacy_changes_beside_processes_folding_leave_no_trace(
     write while this one forgets, makes private and erases a user."""
     mem, url, prefix = store
     victims = [
-        mem.remember(f"dave's zorblaxian idea {n}", scope=DAVE, privacy="public")
-        for n in range(6)
+        mem.remember(f"dave's zorblaxian idea {n}", scope=DAVE, privacy="public") for n in range(6)
     ]
     movers = [
         mem.remember(f"dave's vexillumic plan {n}", scope=DAVE, privacy="public") for n in range(6)

@@ -526,13 +526,15 @@ def test_a_viewers_ranking_is_the_same_whatever_else_the_process_holds(
     bob = Scope(user_id="bob", project_id="apollo")
     erin = Scope(user_id="erin", project_id="apollo")
     drafts = [
-        MemoryDraft(content=f"{who.user_id} team {n}: {TOPICS[n % len(TOPICS)]}", scope=who,
-                    privacy="team")  # fmt: skip
+        MemoryDraft(
+            content=f"{who.user_id} team {n}: {TOPICS[n % len(TOPICS)]}", scope=who, privacy="team"
+        )
         for who, count in ((ALICE, 3), (bob, 8), (erin, 8))
         for n in range(count)
     ]
-    drafts += [MemoryDraft(content=f"bob's own budget review draft {n}", scope=bob)
-               for n in range(2)]  # fmt: skip
+    drafts += [
+        MemoryDraft(content=f"bob's own budget review draft {n}", scope=bob) for n in range(2)
+    ]
     drafts += [MemoryDraft(content=f"carol zephyr soup {n}", scope=CAROL) for n in range(4)]
     with _open(store_factory) as mem:
         mem.remember_many([*drafts, *_public(30)])
