@@ -254,6 +254,7 @@ class Memento:
             self._engine.partitions.status(),
             searched_in_store=len(self._engine.store.mirrors.ready()),
             feed_read_seconds_ago=self._engine.feed_read_seconds_ago(),
+            searched_by_filter=self._engine.searched_by_filter(),
         )
 
     def preload(self, scope: Scope | None = None) -> IndexStatus:
@@ -280,17 +281,19 @@ class Memento:
         """Copy every partition holding more than ``limit`` (by default the store's
         ``partition_load_limit``) memories that is not searched in the store yet into a
         collection of its own, so processes with a load limit search it there (safe beside
-        other writers). The first such process to load a large partition does this for it
-        anyway; a store written by an older Memento, or a benchmark, does it at once here.
-        ``on_progress`` gets the memories copied. Each mirror's keyword postings are brought
-        up to date as well (what was written since they were folded is folded in). Returns the
-        partitions copied."""
+        other writers). A writing process does this anyway, in the background: from its
+        first open of a store with partitions past the limit, and when a write makes one cross
+        it (a batch write waits for it); this waits for that, then copies what is left.
+        ``on_progress`` gets the memories this call copies. Each mirror's keyword postings are
+        brought up to date as well (what was written since they were folded is folded in).
+        Returns the partitions this call copied."""
         if limit is not None and (
             isinstance(limit, bool) or not isinstance(limit, int) or limit < 1
         ):
             raise InvalidInput(
                 f"limit must be a whole number of memories, 1 or more, got {limit!r}"
             )
+        self._engine.wait_for_mirrors()
         return self._engine.mirror_large_partitions(on_progress, limit=limit)
 
     @property

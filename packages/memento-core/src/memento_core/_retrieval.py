@@ -23,7 +23,7 @@ from memento_core import _history as history
 from memento_core._candidate_index import Elsewhere, matched_terms, tokenize
 from memento_core._filters import RecallFilter
 from memento_core._model import MemoryItem, Scope, as_utc, check_text, utcnow
-from memento_core._partitions import PUBLIC, TEAM, USER, digest
+from memento_core._partitions import PUBLIC, TEAM, USER, digest, partition_where
 from memento_core._ranking import Candidate, RankingWeights, Recalled, rank
 from memento_core._visibility import check_viewer, is_visible
 from memento_core.errors import InvalidInput
@@ -131,7 +131,9 @@ def candidates(
     memories as stored then (``_history.states_at``), live at that moment."""
     import numpy as np  # not at import time: ``import memento_core`` stays light
 
-    far = engine.ready_for(viewer)  # partitions searched in the store (``_mirrors``)
+    # Partitions searched in the store: in their mirrors (``_mirrors``), or, too large to
+    # load and not mirrored yet, by a filtered query (vector side only, bounded).
+    far, filtered = engine.ready_for_recall(viewer)
     index = engine.index
     visible_to: dict[str, Any] = {
         "viewer_user": viewer.user_id,
@@ -197,10 +199,14 @@ def candidates(
 
     def nearest_of(limit: int) -> list[tuple[str, float]]:
         found = index.nearest(query_vector, limit=limit, **visible_to)
-        if not far:
+        if not far and not filtered:
             return found
         best = dict(found)
-        for memory_id, cosine, vector in engine.store.mirrors.nearest(far, query_vector, limit):
+        hits = engine.store.mirrors.nearest(far, query_vector, limit)
+        for key in filtered:
+            where, privacies = partition_where(key)
+            hits += engine.store.nearest_in(where, privacies, query_vector, limit)
+        for memory_id, cosine, vector in hits:
             if memory_id not in best:
                 best[memory_id] = cosine
                 far_vectors[memory_id] = vector
