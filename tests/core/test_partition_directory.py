@@ -75,8 +75,10 @@ def _as_older_store(factory: StoreFactory, prefix: str) -> None:
 
 
 def _directory_records(factory: StoreFactory, prefix: str) -> list[list[str]]:
-    found = _client(factory).get_collection(f"{prefix}_partitions").get(
-        where={"partition": {"$ne": "~erased"}}, include=["documents"]
+    found = (
+        _client(factory)
+        .get_collection(f"{prefix}_partitions")
+        .get(where={"partition": {"$ne": "~erased"}}, include=["documents"])
     )  # a tombstone names a hash of an erased id, and no partition
     return [json.loads(document) for document in found["documents"]]
 
