@@ -599,3 +599,16 @@ def test_a_store_written_in_bulk_serves_its_first_recall_without_copying_a_parti
         status = mem.index_status()
         assert status.memories == 1 and status.loads == 2  # alice's and apollo's, small
         assert status.searched_in_store == 1 and status.searched_by_filter == 0
+
+
+async def test_warming_queries_every_mirror_once(store_factory: StoreFactory) -> None:
+    """``warm`` has the store load each mirror's index (a server does it on a first query);
+    a store opened on a server does it in the background too."""
+    with _open(store_factory) as mem:
+        mem.remember_many(_public(20))
+    with _open(store_factory) as mem:
+        assert mem.warm() == 1
+        assert await mem.awarm() == 1
+        assert mem.index_status().memories == 0  # warming loads nothing into this process
+    with _open(store_factory, partition_load_limit=None) as mem:
+        assert mem.warm() == 0  # nothing is searched in the store

@@ -235,6 +235,18 @@ class Engine:
         self._start()
         if self._keeps_mirrors() and self.store.count_items() > (self.load_limit or 0):
             self.keep_mirrors()  # a store written before mirrors, or by a writer without them
+        if self.store.shared and self.load_limit is not None:  # no first query waits on it
+            threading.Thread(target=self._warm_quietly, name="memento-warm", daemon=True).start()
+
+    def warm(self) -> int:
+        """Have the Chroma server load every mirror's index now (``_mirrors.warm``)."""
+        if self.load_limit is None:
+            return 0
+        return self.store.mirrors.warm(sorted(self.store.mirrors.ready()), self.embedder.dimension)
+
+    def _warm_quietly(self) -> None:
+        with contextlib.suppress(Exception):  # closed meanwhile; the first query loads it
+            self.warm()
 
     # ------------------------------------------------------------------ mirrors kept
 

@@ -296,6 +296,14 @@ class Memento:
         self._engine.wait_for_mirrors()
         return self._engine.mirror_large_partitions(on_progress, limit=limit)
 
+    def warm(self) -> int:
+        """Make the Chroma server load the indexes of the partitions searched in the store
+        (a query each), so no user's first recall waits while it does: after a server
+        restart its first query of a large mirror waits seconds. Opening a store on a server
+        does this in the background; a server front end may call it again after the Chroma
+        server restarts. Returns the mirrors warmed (0 without a load limit)."""
+        return self._engine.warm()
+
     @property
     def read_only(self) -> bool:
         return self._engine.read_only
@@ -870,6 +878,7 @@ class Memento:
     arecall = async_twin(recall)
     apreload = async_twin(preload)
     amirror_large_partitions = async_twin(mirror_large_partitions)
+    awarm = async_twin(warm)
     apin = async_twin(pin)
     aunpin = async_twin(unpin)
     aforget = async_twin(forget)

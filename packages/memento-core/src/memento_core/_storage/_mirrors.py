@@ -377,6 +377,24 @@ class PartitionMirrors:
         """The postings of ``terms`` in these mirrored partitions (``_postings.gather``)."""
         return self.postings.gather(digests, terms, held=held or {}, followed=followed)
 
+    def warm(self, digests: Sequence[str], dimension: int) -> int:
+        """Make a Chroma server load these mirrors' indexes now, a query each (and their
+        postings' heads): its first query of a mirror after it starts waits while it loads
+        the index (8.9 s for a public mirror of 1M memories). Returns how many answered."""
+        probe = [[1.0] + [0.0] * (dimension - 1)]
+        warmed = 0
+        for digest in digests:
+            try:
+                self._mirror(digest).query(query_embeddings=probe, n_results=1, include=[])
+                self.postings.head(digest, fresh=True)
+            except StoreUnavailable:
+                raise
+            except Exception:  # chromadb's NotFoundError: dropped meanwhile
+                self._forget(digest)
+                continue
+            warmed += 1
+        return warmed
+
     def close(self) -> None:
         """Let the postings' folds in flight finish (the store is closing)."""
         self.postings.wait_folds()
