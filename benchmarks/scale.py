@@ -138,11 +138,12 @@ def store_name(mode: str, size: int, users: int, projects: int, shape: str = "us
     return f"{STORE_RECIPE}-{mode}-{size}-u{users}-p{projects}{suffix}"
 
 
-def row_key(mode: str, shape: str, load_limit: int | None = None) -> str:
-    """A report row's mode: the mode, the shape when it is not the default, and the load
-    limit when there is one."""
+def row_key(mode: str, shape: str, load_limit: int | None = None, bulk: bool = False) -> str:
+    """A report row's mode: the mode, the shape when it is not the default, the load limit
+    when there is one, and whether the store was written in bulk."""
     key = mode if shape == "users" else f"{mode}, {shape} shape"
-    return key if load_limit is None else f"{key}, load limit {load_limit}"
+    key = key if load_limit is None else f"{key}, load limit {load_limit}"
+    return f"{key}, written in bulk" if bulk else key
 
 
 def drafts_for(specs: Sequence[Spec]) -> list[MemoryDraft]:
@@ -524,7 +525,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
 
     results: dict[str, dict[str, Any]] = {
-        row_key(mode, args.shape, args.load_limit): {} for mode in modes
+        row_key(mode, args.shape, args.load_limit, args.bulk): {} for mode in modes
     }
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                TimeElapsedColumn(), TimeRemainingColumn())  # fmt: skip
@@ -538,8 +539,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 }
                 if args.load_limit is not None:
                     step["load_limit"] = args.load_limit
-                row = row_key(mode, args.shape, args.load_limit)
-                results[row + (", written in bulk" if args.bulk else "")][str(size)] = step
+                results[row_key(mode, args.shape, args.load_limit, args.bulk)][str(size)] = step
                 writing = {"partition_load_limit": args.load_limit} if args.bulk else {}
                 root = args.stores / (
                     store_name(mode, size, users, projects, args.shape)

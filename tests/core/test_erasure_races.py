@@ -118,7 +118,7 @@ def _traces(url: str, prefix: str, needles: list[str], only: str = "") -> list[s
         got = client.get_collection(name).get(include=["documents", "metadatas"])
         for record_id, document, meta in zip(got["ids"], got["documents"], got["metadatas"]):
             text = f"{record_id} {document or ''} {json.dumps(meta or {}, ensure_ascii=False)}"
-            found += [f"{name}: {record_id} names {n}" for n in needles if n in text.lower()]
+            found += [f"{name}: {text} names {n}" for n in needles if n in text.lower()]
     return found
 
 

@@ -68,6 +68,8 @@ read: a writer writes the partition's postings again."""
 KINDS = ("term", "head", "tomb", "claim", "gone")
 SETTLE_ROUNDS = 20
 """Rounds of re-reading after a rewrite, at most, before a writer lets the next one finish."""
+CHAIN_AT_MOST = 8
+"""Generations a head builds on at most: the fold after rewrites every term (compacts)."""
 STALE_PARTS = 64
 """Parts a rewritten term may have had beyond those it fills now (``PART`` memories each)."""
 
@@ -85,6 +87,13 @@ class Head:
     mark: int
     memories: int
     total_length: int
+    chain: tuple[str, ...] = ()
+    """Older generations it builds on, newest first: a fold writes only the terms its tail
+    touched, and a term's postings are those of the newest generation holding it."""
+
+    @property
+    def gens(self) -> tuple[str, ...]:
+        return (self.gen, *self.chain)
 
 
 @dataclass
@@ -163,6 +172,8 @@ class _Built:
     members: dict[str, int] = field(default_factory=dict)
     born: dict[str, int] = field(default_factory=dict)
     seen: dict[str, int] = field(default_factory=dict)
+    struck: dict[str, int] = field(default_factory=dict)
+    """Memories taken out after the build (``_settle``), with their lengths."""
 
     @property
     def total_length(self) -> int:
@@ -192,7 +203,8 @@ class _Built:
                     [lengths[n] for n in keep],
                 )
         for memory_id in struck:
-            self.members.pop(memory_id, None)
+            if memory_id in self.members:
+                self.struck[memory_id] = self.members.pop(memory_id)
         return touched
 
 
@@ -297,8 +309,9 @@ class PartitionPostings:
         head = None
         if found["ids"] and found["metadatas"][0].get("format") == FORMAT:
             m = found["metadatas"][0]
+            chain = tuple(str(m.get("chain") or "").split())
             head = Head(digest, str(m["gen"]), int(m["mark"]), int(m["memories"]),
-                        int(m["total_length"]))  # fmt: skip
+                        int(m["total_length"]), chain)  # fmt: skip
             erased = records.get(
                 where={"$and": [{"kind": "tomb"}, {"digest": digest}, {"tgen": head.gen}]},
                 include=["metadatas"],
@@ -311,6 +324,7 @@ class PartitionPostings:
                     head.mark,
                     max(0, head.memories - len(erased["ids"])),
                     max(0, head.total_length - removed),
+                    head.chain,
                 )
         with self._lock:
             self._heads[digest] = (head, time.monotonic())
@@ -331,6 +345,7 @@ class PartitionPostings:
                     "mark": head.mark,
                     "memories": head.memories,
                     "total_length": head.total_length,
+                    "chain": " ".join(head.chain),
                 }
             ],
         )
@@ -398,23 +413,47 @@ class PartitionPostings:
             if tombs.get(_hid(memory_id), -1) >= mark:
                 continue
             built.add(memory_id, counts, sum(counts.values()))
-        self._publish(digest, built, mark, started, previous=self.head(digest, fresh=True))
+        self._publish(
+            digest,
+            built,
+            mark,
+            started,
+            previous=self.head(digest, fresh=True),
+            memories=len(built.members),
+            total=built.total_length,
+        )
 
     def _publish(
-        self, digest: str, built: _Built, mark: int, started: int, *, previous: Head | None
+        self,
+        digest: str,
+        built: _Built,
+        mark: int,
+        started: int,
+        *,
+        previous: Head | None,
+        memories: int,
+        total: int,
+        chain: tuple[str, ...] = (),
     ) -> bool:
-        """Write a generation, settle it against the tombstones, publish its head, settle
-        again (a scrub may have begun between), then drop generations older than the one it
-        replaces (readers holding that head keep it until the next)."""
+        """Write a generation (on ``chain``: only the terms it changes), settle it against
+        the tombstones, publish its head, settle again (a scrub may have begun between), then
+        drop generations neither it nor the head it replaces builds on (readers holding that
+        head keep it until the next)."""
         gen = f"{_now_us():x}{uuid.uuid4().hex[:6]}"
-        self._write_terms(digest, gen, built.postings)
+        self._write_terms(digest, gen, built.postings, shadow=bool(chain))
+
+        def head() -> Head:
+            struck = built.struck
+            return Head(digest, gen, mark, max(0, memories - len(struck)),
+                        max(0, total - sum(struck.values())), chain)  # fmt: skip
+
         if not self._settle(digest, gen, built, started):
             return False
-        self._write_head(Head(digest, gen, mark, len(built.members), built.total_length))
+        self._write_head(head())
         if not self._settle(digest, gen, built, started):
             return False
-        self._write_head(Head(digest, gen, mark, len(built.members), built.total_length))
-        keep = [gen] if previous is None else [gen, previous.gen]
+        self._write_head(head())
+        keep = [gen, *chain] + ([] if previous is None else list(previous.gens))
         records = self._collection()
         records.delete(
             where={"$and": [{"kind": "term"}, {"digest": digest}, {"gen": {"$nin": keep}}]}
@@ -430,11 +469,12 @@ class PartitionPostings:
         postings: Mapping[str, tuple[list[str], list[int], list[int]]],
         *,
         rewrite: bool = False,
+        shadow: bool = False,
     ) -> None:
         """Write these terms' records in a generation; ``rewrite``: they had records there,
-        and parts they no longer fill are deleted (a term left with no memory has none, so no
-        record keeps a word only an erased memory held). A record's id names its term by a
-        hash, never the word itself."""
+        and parts they no longer fill are deleted. A term left with no memory keeps one empty
+        record, naming no word (its id holds a hash of it, as every record id does), so an
+        older generation's record of it is not read instead (``rewrite`` or ``shadow``)."""
         ids: list[str] = []
         metadatas: list[dict[str, Any]] = []
         gone: list[str] = []
@@ -454,7 +494,23 @@ class PartitionPostings:
             parts = -(-len(memory_ids) // PART)
             key = _key(term)
             if rewrite:
-                gone += [f"{digest}:{gen}:{key}:{p}" for p in range(parts, parts + STALE_PARTS)]
+                gone += [
+                    f"{digest}:{gen}:{key}:{p}" for p in range(max(parts, 1), parts + STALE_PARTS)
+                ]
+            if not memory_ids and (rewrite or shadow):
+                ids.append(f"{digest}:{gen}:{key}:0")
+                metadatas.append(  # an upsert keeps keys it is not given: None drops the word
+                    {
+                        "kind": "term",
+                        "digest": digest,
+                        "gen": gen,
+                        "parts": 1,
+                        "term": None,
+                        "ids": "[]",
+                        "tf": "",
+                        "length": "",
+                    }
+                )
             for part in range(parts):
                 window = slice(part * PART, (part + 1) * PART)
                 ids.append(f"{digest}:{gen}:{key}:{part}")
@@ -511,7 +567,7 @@ class PartitionPostings:
         head = self.head(digest, fresh=True)
         lengths: dict[str, int] = {}  # in the current generation: its statistics drop them
         if head is not None:
-            for parts in self._term_records(digest, head.gen, terms).values():
+            for parts in self._term_records(digest, head.gens, terms).values():
                 for _, meta in parts:
                     listed = json.loads(meta["ids"])
                     sizes = _unpack(meta["length"])
@@ -556,7 +612,7 @@ class PartitionPostings:
     def _clean(self, digest: str, gen: str, terms: Sequence[str]) -> bool:
         """Rewrite the records of ``terms`` in a generation without any tombstoned memory
         (tombstones read after the records); returns whether any had one."""
-        found = self._term_records(digest, gen, terms)
+        found = self._term_records(digest, (gen,), terms)
         tombs = self._tombs(digest)
         rewrite: dict[str, tuple[list[str], list[int], list[int]]] = {}
         for term, parts in found.items():
@@ -732,25 +788,31 @@ class PartitionPostings:
         return count
 
     def _term_records(
-        self, digest: str, gen: str, terms: Sequence[str]
+        self, digest: str, gens: Sequence[str], terms: Sequence[str]
     ) -> dict[str, list[tuple[str, dict[str, Any]]]]:
-        """The records of these terms in a generation, parts in order (absent terms: none)."""
+        """The records of these terms, parts in order, each from the first of ``gens`` (newest
+        first) that holds it (absent terms: none)."""
         records = self._collection()
-        prefix = f"{digest}:{gen}:"
         keys = {_key(t): t for t in terms}
-        got = records.get(ids=[f"{prefix}{k}:0" for k in keys], include=["metadatas"])
+        wanted = [f"{digest}:{g}:{k}:0" for g in gens for k in keys]
+        got = records.get(ids=wanted, include=["metadatas"]) if wanted else {"ids": []}
+        first: dict[str, tuple[str, dict[str, Any]]] = {}
+        order = {g: n for n, g in enumerate(gens)}
+        for record_id, meta in zip(got["ids"], got.get("metadatas") or []):
+            _, gen, key, _ = record_id.split(":")
+            if key not in first or order[gen] < order[first[key][0]]:
+                first[key] = (gen, meta)
         found: dict[str, list[tuple[str, dict[str, Any]]]] = {t: [] for t in terms}
         more: list[str] = []
-        for record_id, meta in zip(got["ids"], got["metadatas"]):
-            key = record_id[len(prefix) : -2]
-            found[keys[key]].append((record_id, meta))
-            more += [f"{prefix}{key}:{p}" for p in range(1, int(meta["parts"]))]
+        for key, (gen, meta) in first.items():
+            found[keys[key]].append((f"{digest}:{gen}:{key}:0", meta))
+            more += [f"{digest}:{gen}:{key}:{p}" for p in range(1, int(meta["parts"]))]
         if more:
             extra = records.get(ids=more, include=["metadatas"])
             for record_id, meta in sorted(
                 zip(extra["ids"], extra["metadatas"]), key=lambda r: int(r[0].rsplit(":", 1)[1])
             ):
-                found[keys[record_id[len(prefix) :].rsplit(":", 1)[0]]].append((record_id, meta))
+                found[keys[record_id.split(":")[2]]].append((record_id, meta))
         return found
 
     def _terms(self, head: Head, terms: Sequence[str]) -> dict[str, TermPostings] | None:
@@ -767,7 +829,7 @@ class PartitionPostings:
                     found[term] = cached
         wanted = [t for t in terms if t not in found]
         if wanted:
-            parts = self._term_records(head.digest, head.gen, wanted)
+            parts = self._term_records(head.digest, head.gens, wanted)
             if head.memories and not any(parts.values()) and not self._generation_exists(head):
                 return None
             empty = np.zeros(0, dtype=np.float32)
@@ -785,7 +847,7 @@ class PartitionPostings:
         return found
 
     def _generation_exists(self, head: Head) -> bool:
-        got = self._collection().get(where={"gen": head.gen}, limit=1, include=[])
+        got = self._collection().get(where={"gen": {"$in": list(head.gens)}}, limit=1, include=[])
         return bool(got["ids"])
 
     def _remember(self, key: tuple[str, str, str], postings: TermPostings) -> None:
@@ -886,10 +948,11 @@ class PartitionPostings:
 
     def fold(self, digest: str) -> bool:
         """Fold the partition's tail into a new generation (unless another process is at it);
-        returns whether it did. A memory taken out of the partition (a tombstone) is left
-        out, whenever the scrub that took it out ran (``_settle``)."""
-        import numpy as np
-
+        returns whether it did. The generation holds only the terms the tail touched (its
+        memories' terms, and those of the texts they replaced) and builds on the current
+        one, so a fold costs what its tail does; every ``CHAIN_AT_MOST`` folds, one rewrites
+        every term. A memory taken out of the partition (a tombstone) is left out, whenever
+        the scrub that took it out ran (``_settle``)."""
         head = self.head(digest, fresh=True)
         if head is None or self._claimed(digest):
             return False
@@ -902,38 +965,38 @@ class PartitionPostings:
                 i: (self._counts_in(m), int(m.get("length", 0)), int(m.get("at", 0)))
                 for i, m in zip(got["ids"], got["metadatas"])
             }
-            present = set(mirror.get(include=[])["ids"])  # some left the partition
-            base: list[tuple[str, str, list[str], list[int], list[int]]] = []
-            records = self._collection()
-            offset = 0
-            while True:
-                page = records.get(
-                    where={"$and": [{"kind": "term"}, {"gen": head.gen}]},
-                    include=["metadatas"],
-                    limit=WRITE_PAGE,
-                    offset=offset,
+            if len(head.chain) + 1 >= CHAIN_AT_MOST:
+                present = set(mirror.get(include=[])["ids"])  # some left the partition
+                base = self._base(head)
+                chain: tuple[str, ...] = ()
+            else:
+                earlier = {
+                    i: str(m.get("earlier") or "").split()
+                    for i, m in zip(got["ids"], got["metadatas"])
+                }
+                touched = sorted(
+                    {t for counts, _, _ in tail.values() for t in counts}
+                    | {t for terms in earlier.values() for t in terms}
                 )
-                if not page["ids"]:
-                    break
-                offset += len(page["ids"])
-                for meta in page["metadatas"]:
-                    base.append(
-                        (
-                            str(meta["term"]),
-                            str(meta["digest"]),
-                            json.loads(meta["ids"]),
-                            _unpack(meta["tf"]).astype(np.int64).tolist(),
-                            _unpack(meta["length"]).astype(np.int64).tolist(),
-                        )
-                    )
+                base = self._base(head, touched)
+                present = None
+                chain = head.gens
             tombs = self._tombs(digest)  # read after what they may strike out
             built = _Built(seen=dict(tombs))
-            for term, _, ids, tfs, lengths in base:
+            in_base: dict[str, int] = {}
+            for term, ids, tfs, lengths in base:
+                built.postings.setdefault(term, ([], [], []))
                 for n, memory_id in enumerate(ids):
-                    if memory_id in tail or memory_id not in present or _hid(memory_id) in tombs:
+                    if memory_id in tail:
+                        in_base[memory_id] = lengths[n]
+                        continue
+                    if (present is not None and memory_id not in present) or (
+                        _hid(memory_id) in tombs
+                    ):
                         continue
                     built.add(memory_id, {term: tfs[n]}, lengths[n])
             returned = []  # back in the partition after it was taken out
+            folded: dict[str, int] = {}
             for memory_id, (counts, length, at) in tail.items():
                 struck = tombs.get(_hid(memory_id))
                 if struck is not None and at <= struck:
@@ -941,16 +1004,85 @@ class PartitionPostings:
                 if struck is not None:
                     returned.append(memory_id)
                 built.add(memory_id, counts, length, at=at)
+                folded[memory_id] = length
+            if chain:  # what the head counted, the tail's new memories, the reworded ones
+                memories = head.memories + len(folded.keys() - in_base.keys())
+                total = head.total_length + sum(folded.values())
+                total -= sum(n for i, n in in_base.items() if i in folded)
+            else:
+                memories, total = len(built.members), built.total_length
             current = self.head(digest, fresh=True)
             if current is None or current.gen != head.gen:
                 return False  # dropped, or another fold published meanwhile
-            if not self._publish(digest, built, started - OVERLAP_US, started, previous=head):
+            if not self._publish(
+                digest,
+                built,
+                started - OVERLAP_US,
+                started,
+                previous=head,
+                memories=memories,
+                total=total,
+                chain=chain,
+            ):
                 return False
             if returned:
-                records.delete(ids=[f"tomb:{digest}:{_hid(i)}" for i in returned])
+                self._collection().delete(ids=[f"tomb:{digest}:{_hid(i)}" for i in returned])
             return True
         finally:
             self._release(digest, started)
+
+    def _base(
+        self, head: Head, terms: Sequence[str] | None = None
+    ) -> list[tuple[str, list[str], list[int], list[int]]]:
+        """The postings the head holds of ``terms`` (all, without): term, ids, counts,
+        lengths, each term from the newest generation holding it."""
+        import numpy as np
+
+        if terms is not None:
+            found = self._term_records(head.digest, head.gens, terms)
+            metas = {t: [m for _, m in parts] for t, parts in found.items() if parts}
+        else:
+            newest: dict[str, tuple[int, dict[int, dict[str, Any]]]] = {}
+            order = {g: n for n, g in enumerate(head.gens)}
+            records = self._collection()
+            offset = 0
+            while True:
+                page = records.get(
+                    where={
+                        "$and": [
+                            {"kind": "term"},
+                            {"digest": head.digest},
+                            {"gen": {"$in": list(head.gens)}},
+                        ]
+                    },
+                    include=["metadatas"],
+                    limit=WRITE_PAGE,
+                    offset=offset,
+                )
+                if not page["ids"]:
+                    break
+                offset += len(page["ids"])
+                for record_id, meta in zip(page["ids"], page["metadatas"]):
+                    _, gen, key, part = record_id.split(":")
+                    rank = order[gen]
+                    if key not in newest or rank < newest[key][0]:
+                        newest[key] = (rank, {})
+                    if newest[key][0] == rank:
+                        newest[key][1][int(part)] = meta
+            metas = {}
+            for _, parts in newest.values():
+                ordered = [parts[p] for p in sorted(parts)]
+                if ordered and "term" in ordered[0]:
+                    metas[str(ordered[0]["term"])] = ordered
+        return [
+            (
+                term,
+                [i for m in parts for i in json.loads(m["ids"])],
+                [int(v) for m in parts for v in _unpack(m["tf"]).astype(np.int64)],
+                [int(v) for m in parts for v in _unpack(m["length"]).astype(np.int64)],
+            )
+            for term, parts in metas.items()
+        ]
 
     def _claimed(self, digest: str) -> bool:
         """Whether another fold of the partition is under way (claimed, and not too long ago).
