@@ -479,8 +479,9 @@ class Engine:
             self._shared.partitions.follow(far)
         filtered = tuple(k for k in missing if k not in far and self._too_large(k))
         with self._shared.lock:
-            for key in far:
-                self._shared.unmirrored.pop(digest(key), None)
+            for key in missing:  # mirrored, or small enough to load, since
+                if key not in filtered:
+                    self._shared.unmirrored.pop(digest(key), None)
             for key in filtered:
                 self._shared.unmirrored[digest(key)] = time.monotonic()
         if filtered:

@@ -26,7 +26,7 @@ from memento_core._model import MemoryItem, Scope, as_utc, check_text, utcnow
 from memento_core._partitions import PUBLIC, TEAM, USER, digest, partition_where
 from memento_core._ranking import Candidate, RankingWeights, Recalled, rank
 from memento_core._visibility import check_viewer, is_visible
-from memento_core.errors import InvalidInput
+from memento_core.errors import InvalidInput, StoreUnavailable
 
 if TYPE_CHECKING:
     from memento_core._engine import Engine
@@ -205,7 +205,12 @@ def candidates(
         hits = engine.store.mirrors.nearest(far, query_vector, limit)
         for key in filtered:
             where, privacies = partition_where(key)
-            hits += engine.store.nearest_in(where, privacies, query_vector, limit)
+            try:
+                hits += engine.store.nearest_in(where, privacies, query_vector, limit)
+            except StoreUnavailable:
+                raise
+            except Exception:  # a read-only embedded reader lacks a vector written since
+                continue
         for memory_id, cosine, vector in hits:
             if memory_id not in best:
                 best[memory_id] = cosine
