@@ -612,3 +612,27 @@ async def test_warming_queries_every_mirror_once(store_factory: StoreFactory) ->
         assert mem.index_status().memories == 0  # warming loads nothing into this process
     with _open(store_factory, partition_load_limit=None) as mem:
         assert mem.warm() == 0  # nothing is searched in the store
+
+
+def test_incremental_folds_stay_exact_through_rewordings_erasures_and_a_compaction(
+    store_factory: StoreFactory,
+) -> None:
+    """A fold writes only the terms its tail touched, on top of the generations before; ten
+    folds in a row (past ``CHAIN_AT_MOST``, so one rewrites every term) with memories
+    reworded, erased and made private between them rank exactly as a process that loads the
+    partition, and the postings hold only the terms written last."""
+    with _open(store_factory) as mem:
+        notes = mem.remember_many(_public(30))
+        mem.remember("alice's budget review notes are in the blue folder", scope=ALICE)
+        for n in range(10):
+            mem.remember_many(_public(3, tag=f"round {n}"))
+            mem.update(notes[n], content=f"reworded {n}: the lighthouse keeper retires in May")
+            if n % 3 == 0:
+                mem.forget(notes[10 + n], hard=True)
+            if n % 3 == 1:
+                mem.update(notes[10 + n], privacy="private")
+            mem.mirror_large_partitions()  # folds the tail
+    searched, exact = _exact_and_searched(store_factory, ALICE, KEYWORD_QUERIES)
+    assert _differences(searched, exact) == [], _differences(searched, exact)
+    lighthouse = {i for i, (_, keyword) in searched["lighthouse keeper"].items() if keyword}
+    assert lighthouse == set(notes[:10])
