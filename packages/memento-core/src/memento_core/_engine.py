@@ -51,6 +51,7 @@ from memento_core._storage import (
     ChromaStore,
     IndexRecord,
     Repository,
+    _postings,
     acquire_write_lock,
     release_write_lock,
     to_micros,
@@ -113,6 +114,7 @@ class _Shared:
         self.closing = False
         self.sizes: dict[str, int] = {}  # partition digest → memories, as a writer counts
         self.unmirrored: dict[str, float] = {}  # digest → when a recall searched it filtered
+        self.unfolded = 0  # memories written to mirrors since the writer last had them folded
 
 
 _SHARED: dict[tuple[str, str], _Shared] = {}
@@ -301,14 +303,22 @@ class Engine:
             return
         limit = self.load_limit or 0
         crossed = False
+        ready = self.store.mirrors.ready()
         with self._shared.lock:
             sizes = self._shared.sizes
             for item in items:
                 for d in partition_digests(visibility_of(item)):
                     sizes[d] = sizes.get(d, 0) + 1
                     crossed = crossed or sizes[d] == limit + 1
+                    self._shared.unfolded += d in ready
+            # Tails written with no recall to fold them (a bulk import): folded by the writer.
+            folding = self._shared.unfolded >= _postings.FOLD_AT
+            if folding:
+                self._shared.unfolded = 0
         if crossed:  # a batch waits: its next recall finds the partition mirrored
             self.keep_mirrors(wait=len(items) > 1)
+        elif folding:
+            self.keep_mirrors()
 
     def _writable(self, change: int) -> None:
         """Count this process's writing instances of the store: while it has one, it folds

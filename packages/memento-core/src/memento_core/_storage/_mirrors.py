@@ -317,17 +317,20 @@ class PartitionMirrors:
         (``_postings``), for every id if the mirror is being built (its copy may put one in
         after this), else for those it holds."""
         mirror = self._mirror(digest)
+        held: dict[str, list[str]] = {}
         try:
-            found = mirror.get(ids=list(ids), include=["metadatas"])
+            for start in range(0, len(ids), COPY_PAGE):  # SQLite takes so many ids a read
+                found = mirror.get(ids=list(ids[start : start + COPY_PAGE]), include=["metadatas"])
+                held.update((i, _terms_ever(m)) for i, m in zip(found["ids"], found["metadatas"]))
         except StoreUnavailable:
             raise
         except Exception:  # chromadb's NotFoundError: dropped meanwhile, its user erased
             self._forget(digest)
             return
-        held = {i: _terms_ever(m) for i, m in zip(found["ids"], found["metadatas"])}
         self.postings.scrub(digest, held, struck=ids if building else ())
-        if held:
-            mirror.delete(ids=list(held))
+        gone = list(held)
+        for start in range(0, len(gone), COPY_PAGE):
+            mirror.delete(ids=gone[start : start + COPY_PAGE])
 
     def delete(self, ids: Sequence[str], *, besides: Container[str] = ()) -> set[str]:
         """Take memories being erased out of every mirror and its postings (``besides``

@@ -212,6 +212,41 @@ def _now_us() -> int:
     return time.time_ns() // 1000
 
 
+READ_PAGE = 2_000
+"""Records a read asks for at most: Chroma's SQLite refuses a read of tens of thousands at
+once (too many SQL variables), as a tail written in bulk can hold."""
+
+
+def _paged_get(collection: Any, *, where: Mapping[str, Any] | None = None,
+               include: Sequence[str] = ()) -> dict[str, list[Any]]:  # fmt: skip
+    """``collection.get(where=...)`` in pages of ``READ_PAGE``, as one result."""
+    ids: list[str] = []
+    metadatas: list[Any] = []
+    offset = 0
+    while True:
+        page = collection.get(
+            where=dict(where) if where else None,
+            include=list(include),
+            limit=READ_PAGE,
+            offset=offset,
+        )
+        ids += page["ids"]
+        metadatas += page.get("metadatas") or [None] * len(page["ids"])
+        if len(page["ids"]) < READ_PAGE:
+            return {"ids": ids, "metadatas": metadatas}
+        offset += len(page["ids"])
+
+
+def _get_ids(collection: Any, ids: Sequence[str]) -> dict[str, list[Any]]:
+    """``collection.get(ids=...)`` with metadata, in pages of ``READ_PAGE`` ids."""
+    found: dict[str, list[Any]] = {"ids": [], "metadatas": []}
+    for start in range(0, len(ids), READ_PAGE):
+        page = collection.get(ids=list(ids[start : start + READ_PAGE]), include=["metadatas"])
+        found["ids"] += page["ids"]
+        found["metadatas"] += page["metadatas"]
+    return found
+
+
 def _key(term: str) -> str:
     """A term as a record id names it: a hash, so no id keeps a word once its record is gone."""
     return hashlib.blake2b(term.encode("utf-8"), digest_size=8).hexdigest()
@@ -312,7 +347,8 @@ class PartitionPostings:
             chain = tuple(str(m.get("chain") or "").split())
             head = Head(digest, str(m["gen"]), int(m["mark"]), int(m["memories"]),
                         int(m["total_length"]), chain)  # fmt: skip
-            erased = records.get(
+            erased = _paged_get(
+                records,
                 where={"$and": [{"kind": "tomb"}, {"digest": digest}, {"tgen": head.gen}]},
                 include=["metadatas"],
             )
@@ -356,8 +392,10 @@ class PartitionPostings:
 
     def _tombs(self, digest: str) -> dict[str, int]:
         """The partition's tombstones: hashed memory id → when it was taken out (µs)."""
-        found = self._collection().get(
-            where={"$and": [{"kind": "tomb"}, {"digest": digest}]}, include=["metadatas"]
+        found = _paged_get(
+            self._collection(),
+            where={"$and": [{"kind": "tomb"}, {"digest": digest}]},
+            include=["metadatas"],
         )
         return {str(m["hid"]): int(m["at"]) for m in found["metadatas"]}
 
@@ -575,21 +613,23 @@ class PartitionPostings:
         at = _now_us()
         every = list(dict.fromkeys([*held, *struck]))
         marks = [f"tomb:{digest}:{_hid(i)}" for i in every]
-        self._collection().upsert(
-            ids=marks,
-            embeddings=[PLACEHOLDER_VECTOR] * len(marks),
-            metadatas=[
-                {
-                    "kind": "tomb",
-                    "digest": digest,
-                    "hid": _hid(i),
-                    "at": at,
-                    "tgen": head.gen if head is not None and i in lengths else "",
-                    "length": lengths.get(i, 0),
-                }
-                for i in every
-            ],
-        )
+        metadatas = [
+            {
+                "kind": "tomb",
+                "digest": digest,
+                "hid": _hid(i),
+                "at": at,
+                "tgen": head.gen if head is not None and i in lengths else "",
+                "length": lengths.get(i, 0),
+            }
+            for i in every
+        ]
+        for start in range(0, len(marks), READ_PAGE):
+            self._collection().upsert(
+                ids=marks[start : start + READ_PAGE],
+                embeddings=[PLACEHOLDER_VECTOR] * len(marks[start : start + READ_PAGE]),
+                metadatas=metadatas[start : start + READ_PAGE],
+            )
         if not held:
             return
         with self._lock:
@@ -604,8 +644,8 @@ class PartitionPostings:
                 break
 
     def _generations(self, digest: str) -> set[str]:
-        found = self._collection().get(
-            where={"$and": [{"kind": "term"}, {"digest": digest}]}, include=[]
+        found = _paged_get(
+            self._collection(), where={"$and": [{"kind": "term"}, {"digest": digest}]}
         )
         return {i.split(":")[1] for i in found["ids"]}
 
@@ -795,7 +835,7 @@ class PartitionPostings:
         records = self._collection()
         keys = {_key(t): t for t in terms}
         wanted = [f"{digest}:{g}:{k}:0" for g in gens for k in keys]
-        got = records.get(ids=wanted, include=["metadatas"]) if wanted else {"ids": []}
+        got = _get_ids(records, wanted)
         first: dict[str, tuple[str, dict[str, Any]]] = {}
         order = {g: n for n, g in enumerate(gens)}
         for record_id, meta in zip(got["ids"], got.get("metadatas") or []):
@@ -808,7 +848,7 @@ class PartitionPostings:
             found[keys[key]].append((f"{digest}:{gen}:{key}:0", meta))
             more += [f"{digest}:{gen}:{key}:{p}" for p in range(1, int(meta["parts"]))]
         if more:
-            extra = records.get(ids=more, include=["metadatas"])
+            extra = _get_ids(records, more)
             for record_id, meta in sorted(
                 zip(extra["ids"], extra["metadatas"]), key=lambda r: int(r[0].rsplit(":", 1)[1])
             ):
@@ -874,8 +914,8 @@ class PartitionPostings:
             polled = time.monotonic()
             started = _now_us()
             try:
-                got = self._mirror(head.digest).get(
-                    where={"at": {"$gte": since}}, include=["metadatas"]
+                got = _paged_get(
+                    self._mirror(head.digest), where={"at": {"$gte": since}}, include=["metadatas"]
                 )
             except StoreUnavailable:
                 raise
@@ -937,9 +977,7 @@ class PartitionPostings:
         if head is None:
             return 0
         try:
-            got = self._mirror(digest).get(
-                where={"at": {"$gte": head.mark + OVERLAP_US}}, include=[]
-            )
+            got = _paged_get(self._mirror(digest), where={"at": {"$gte": head.mark + OVERLAP_US}})
         except StoreUnavailable:
             raise
         except Exception:  # chromadb's NotFoundError: the mirror was dropped
@@ -960,13 +998,13 @@ class PartitionPostings:
         self._claim(digest, started)
         try:
             mirror = self._mirror(digest)
-            got = mirror.get(where={"at": {"$gte": head.mark}}, include=["metadatas"])
+            got = _paged_get(mirror, where={"at": {"$gte": head.mark}}, include=["metadatas"])
             tail = {
                 i: (self._counts_in(m), int(m.get("length", 0)), int(m.get("at", 0)))
                 for i, m in zip(got["ids"], got["metadatas"])
             }
             if len(head.chain) + 1 >= CHAIN_AT_MOST:
-                present = set(mirror.get(include=[])["ids"])  # some left the partition
+                present = set(_paged_get(mirror)["ids"])  # some left the partition
                 base = self._base(head)
                 chain: tuple[str, ...] = ()
             else:
