@@ -6,8 +6,9 @@ Run as ``python _race_child.py <url> <prefix> <load limit>``. Commands (``op``):
 - ``remember``: ``content``, ``user``, ``project``, ``privacy`` → ``{"id"}``;
 - ``fold``: fold every mirrored partition's tail (``mirror_large_partitions``) → ``{"folded"}``;
 - ``gate``: ``file``, ``at`` (``publish``: a fold waits after reading what it folds, before
-  writing; ``written``: after writing its generation, before checking it) → the next folds
-  print ``{"gated": at}`` and wait for ``file`` to exist;
+  writing; ``written``: after writing its generation, before checking it), ``partition``
+  (``public`` or ``user:<id>``) → the next fold of that partition prints ``{"gated": at}``
+  and waits for ``file`` to exist;
 - ``loop``: ``rounds``, ``user``, ``stop`` (a file): write a public memory and fold, again and
   again, until ``rounds`` or ``stop`` exists → ``{"rounds"}``;
 - ``exit``.
@@ -22,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from memento_core import Memento, Scope
+from memento_core._partitions import digest
 from memento_core._storage import _postings
 from memento_core.testing import HashEmbedder
 
@@ -30,18 +32,21 @@ def say(**fields: Any) -> None:
     print(json.dumps(fields), flush=True)
 
 
-def install_gate(at: str, gate: str) -> None:
-    """Hold the next folds at ``at`` until ``gate`` exists (the parent races them there)."""
+def install_gate(at: str, gate: str, partition: str) -> None:
+    """Hold the next fold of ``partition`` at ``at`` until ``gate`` exists (the parent races
+    it there)."""
     cls = _postings.PartitionPostings
     name = "_publish" if at == "publish" else "_settle"
     original = getattr(cls, name)
+    held_digest = digest(partition)
 
-    def held(self: Any, *args: Any, **kwargs: Any) -> Any:
-        say(gated=at)
-        while not Path(gate).exists():
-            time.sleep(0.01)
-        setattr(cls, name, original)
-        return original(self, *args, **kwargs)
+    def held(self: Any, folded: str, *args: Any, **kwargs: Any) -> Any:
+        if folded == held_digest:
+            setattr(cls, name, original)
+            say(gated=at)
+            while not Path(gate).exists():
+                time.sleep(0.01)
+        return original(self, folded, *args, **kwargs)
 
     setattr(cls, name, held)
 
@@ -62,7 +67,7 @@ def main() -> None:
             elif op == "fold":
                 say(folded=mem.mirror_large_partitions())
             elif op == "gate":
-                install_gate(command["at"], command["file"])
+                install_gate(command["at"], command["file"], command.get("partition", "public"))
                 say(installed=True)
             elif op == "loop":
                 stop = Path(command["stop"])

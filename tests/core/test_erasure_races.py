@@ -168,7 +168,8 @@ def test_an_erasure_racing_a_held_fold_in_another_process_leaves_no_trace(
     child = RaceChild(url, prefix, tmp_path / "child.log")
     try:
         gate = tmp_path / "go"
-        child.send(op="gate", at="publish", file=str(gate))
+        partition = "user:mallory" if how == "erase_user" else "public"
+        child.send(op="gate", at="publish", file=str(gate), partition=partition)
         assert child.read() == {"installed": True}
         child.send(op="fold")
         assert child.read() == {"gated": "publish"}
@@ -198,7 +199,8 @@ def test_a_fold_killed_after_writing_its_generation_leaves_no_trace_of_an_erasur
     mem.remember("mallory private late: quexotic plans again", scope=MALLORY)
     child = RaceChild(url, prefix, tmp_path / "child.log")
     try:
-        child.send(op="gate", at="written", file=str(tmp_path / "never"))
+        partition = "user:mallory" if how == "erase_user" else "public"
+        child.send(op="gate", at="written", file=str(tmp_path / "never"), partition=partition)
         assert child.read() == {"installed": True}
         child.send(op="fold")
         assert child.read() == {"gated": "written"}
