@@ -276,6 +276,17 @@ class Engine:
         if wait:
             self.wait_for_mirrors()
 
+    def _tail_due(self, name: str, due_only: bool) -> bool:
+        """Whether a mirror's tail is to be folded now: any tail when asked to, one past the
+        fold size (``_postings.FOLD_AT``, or a share of the base) in the background."""
+        postings = self.store.mirrors.postings
+        size = postings.tail_size(name)
+        if not due_only or not size:
+            return bool(size)
+        head = postings.head(name)
+        base = head.memories if head is not None else 0
+        return size >= max(_postings.FOLD_AT, _postings.FOLD_SHARE * base)
+
     def wait_for_mirrors(self) -> None:
         """Let the background pass in flight, if any, finish (``keep_mirrors``)."""
         while True:
@@ -289,7 +300,7 @@ class Engine:
         shared = self._shared
         while True:
             with contextlib.suppress(Exception):  # the next write or open tries again
-                self.mirror_large_partitions()
+                self.mirror_large_partitions(due_only=True)
             with shared.lock:
                 if not shared.keeper_again or shared.closing:
                     shared.keeper = None
@@ -573,7 +584,11 @@ class Engine:
             yield entry
 
     def mirror_large_partitions(
-        self, on_progress: Callable[[int], None] | None = None, *, limit: int | None = None
+        self,
+        on_progress: Callable[[int], None] | None = None,
+        *,
+        limit: int | None = None,
+        due_only: bool = False,
     ) -> int:
         """Copy every partition past ``limit`` (else the load limit) that has no mirror into
         one now (a store written before mirrors, or one whose large partitions no process has
@@ -608,7 +623,7 @@ class Engine:
                 )
                 if on_progress:
                     on_progress(len(found))
-            elif self.store.mirrors.postings.tail_size(name):
+            elif self._tail_due(name, due_only):
                 self.store.mirrors.postings.fold(name)
         for name, size in sizes.items():
             if size <= limit or name in ready or not self.store.mirrors.start(name):
