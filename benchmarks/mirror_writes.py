@@ -13,6 +13,13 @@ taken in this one run.
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/mirror_writes.py [--size 20000]
 
 Writes ``benchmarks/results/mirror_writes.json`` and ``.md``; the load average is recorded.
+
+With ``--folds 2000,10000,50000``: what a fold of the postings costs as the partition grows.
+For each size, a public partition of that many memories (written by ``remember_many``, which
+mirrors it once past the limit), then a tail of ``--tail`` more, folded (timed: a fold writes
+only the terms the tail touched); then another tail, folded with every term rewritten (timed:
+what a fold cost before, and what every ``CHAIN_AT_MOST``-th fold still does). Writes
+``mirror_folds.json`` and ``.md``.
 """
 
 from __future__ import annotations
@@ -59,9 +66,15 @@ MIRRORED_LIMIT = 100
 def main(argv: list[str] | None = None) -> int:
     parser = arguments(__doc__, locomo=True)
     parser.add_argument("--size", type=int, default=20_000)
+    parser.add_argument("--folds", help="partition sizes to time a fold at, e.g. 2000,10000")
+    parser.add_argument("--tail", type=int, default=1_000)
+    parser.add_argument("--url", help="a Chroma server for --folds (embedded by default)")
     args = parser.parse_args(argv)
     if locomo_missing(args.data):
         return 2
+    if args.folds:
+        sizes = [int(n) for n in args.folds.split(",")]
+        return fold_costs(args, sizes, argv)
     console = Console(stderr=True)
     users, projects, mix = SHAPES["heavy"]
     bases, questions = load_bases(args.data)
@@ -132,6 +145,109 @@ def main(argv: list[str] | None = None) -> int:
     }
     write_report(args.out, "mirror_writes", report, render(report))
     print(render(report))
+    return 0
+
+
+def fold_costs(args: Any, sizes: list[int], argv: list[str] | None) -> int:
+    """Time a fold of a tail of ``args.tail`` memories into a public partition of each size:
+    the incremental fold, then one rewriting every term."""
+    from memento_core._storage import _postings
+
+    console = Console(stderr=True)
+    folding = {"seconds": 0.0}
+    fold = _postings.PartitionPostings.fold
+
+    def timed_fold(self: Any, digest: str) -> bool:  # the fold alone, not the pass around it
+        began = time.perf_counter()
+        try:
+            return fold(self, digest)
+        finally:
+            folding["seconds"] += time.perf_counter() - began
+
+    _postings.PartitionPostings.fold = timed_fold  # type: ignore[method-assign]
+    users, projects, mix = SHAPES["heavy"]
+    bases, questions = load_bases(args.data)
+    total = max(sizes) + 2 * args.tail
+    corpus = build_corpus(
+        bases, questions, size=total, users=users, projects=projects, privacy_mix=mix
+    )
+    base, _, cosine, _ = base_vectors(corpus, args.data, OnnxEmbedder(), console)
+    matrix, _ = memory_vectors(corpus, base, cosine)
+    lookup = LookupEmbedder([m.text for m in corpus.memories], matrix)
+    public = [
+        MemoryDraft(content=m.text, scope=Scope(user_id=m.user), privacy="public")
+        for m in corpus.memories
+    ]
+    load_start = load_average()
+    started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    wall = time.perf_counter()
+    rows = []
+    for size in sizes:
+        with tempfile.TemporaryDirectory(dir=Path.home() / ".cache") as root:
+            place: dict[str, Any] = (
+                {"url": args.url, "collection_prefix": f"folds{size}{int(time.time())}"}
+                if args.url
+                else {"path": Path(root) / "store"}
+            )
+            with Memento.open(**place, embedder=lookup, partition_load_limit=MIRRORED_LIMIT) as mem:
+                for start in range(0, size, CHUNK):
+                    mem.remember_many(public[start : min(size, start + CHUNK)])
+                mem.mirror_large_partitions()  # every tail folded: the partition is its base
+                timings = {}
+                for name, at_most in (("incremental", _postings.CHAIN_AT_MOST), ("whole", 1)):
+                    _postings.CHAIN_AT_MOST = at_most
+                    offset = size + (0 if name == "incremental" else args.tail)
+                    mem.remember_many(public[offset : offset + args.tail])
+                    folding["seconds"] = 0.0
+                    began = time.perf_counter()
+                    mem.mirror_large_partitions()  # folds the tail
+                    timings[name] = round(folding["seconds"], 3)
+                    timings[f"{name}_pass"] = round(time.perf_counter() - began, 3)
+                _postings.CHAIN_AT_MOST = 8
+            rows.append({"partition": size, "tail": args.tail, "fold_seconds": timings,
+                         "load_average": load_average()})  # fmt: skip
+            console.print(f"{size:,}: {timings}")
+    report: dict[str, Any] = {
+        "command": " ".join(["benchmarks/mirror_writes.py", *(argv or sys.argv[1:])]),
+        "started": started_at,
+        "wall_seconds": round(time.perf_counter() - wall, 1),
+        "mode": "server" if args.url else "embedded",
+        "rows": rows,
+        "load_average_start": load_start,
+        "load_average_end": load_average(),
+        "machine": machine(),
+    }
+    lines = [
+        "# What a fold of a mirror's postings costs",
+        "",
+        f"A public partition of each size ({report['mode']}; scale.py's texts, vectors given), "
+        f"mirrored by the batch write that made it cross the limit; then a tail of "
+        f"{args.tail:,} memories folded: incrementally (the terms the tail touched), and, "
+        "after another tail, with every term rewritten (what each fold did before; every "
+        "8th fold still does).",
+        "",
+        "| partition | tail | incremental fold (s) | whole rewrite (s) | "
+        "`mirror_large_partitions` around each (s) | load average |",
+        "|---:|---:|---:|---:|---:|---:|",
+        *[
+            f"| {r['partition']:,} | {r['tail']:,} | {r['fold_seconds']['incremental']} | "
+            f"{r['fold_seconds']['whole']} | {r['fold_seconds']['incremental_pass']} / "
+            f"{r['fold_seconds']['whole_pass']} | {r['load_average']} |"
+            for r in rows
+        ],
+        "",
+        f"Load average {load_start} at start, {report['load_average_end']} at end "
+        "(a busy machine: other work ran beside it).",
+        "",
+        "## Machine",
+        "",
+        machine_line(report["machine"]),
+        "",
+        f"Run: `{report['command']}`, {started_at}, {report['wall_seconds']:.0f} s.",
+        "",
+    ]
+    write_report(args.out, "mirror_folds", report, "\n".join(lines))
+    print("\n".join(lines))
     return 0
 
 

@@ -138,11 +138,12 @@ def store_name(mode: str, size: int, users: int, projects: int, shape: str = "us
     return f"{STORE_RECIPE}-{mode}-{size}-u{users}-p{projects}{suffix}"
 
 
-def row_key(mode: str, shape: str, load_limit: int | None = None) -> str:
-    """A report row's mode: the mode, the shape when it is not the default, and the load
-    limit when there is one."""
+def row_key(mode: str, shape: str, load_limit: int | None = None, bulk: bool = False) -> str:
+    """A report row's mode: the mode, the shape when it is not the default, the load limit
+    when there is one, and whether the store was written in bulk."""
     key = mode if shape == "users" else f"{mode}, {shape} shape"
-    return key if load_limit is None else f"{key}, load limit {load_limit}"
+    key = key if load_limit is None else f"{key}, load limit {load_limit}"
+    return f"{key}, written in bulk" if bulk else key
 
 
 def drafts_for(specs: Sequence[Spec]) -> list[MemoryDraft]:
@@ -187,10 +188,13 @@ def build(
     progress: Progress,
     label: str,
     load_limit: int | None,
+    *,
+    bulk: bool = False,
 ) -> dict[str, Any]:
     """Write the corpus's first ``size`` memories, vectors given; items/s. The partitions
     past the load limit after each of the first chunks are mirrored then (not timed), so the
-    rest is written as a store with mirrors is."""
+    rest is written as a store with mirrors is; ``bulk``: nothing but ``remember_many``
+    (the writer mirrors what crosses the limit itself, timed with the writes)."""
     task = progress.add_task(f"{label}: write", total=size)
     load_start = load_average()
     seconds = mirror_seconds = 0.0
@@ -199,7 +203,7 @@ def build(
         started = time.perf_counter()
         memento.remember_many(drafts, on_progress=lambda n: progress.advance(task, n))
         seconds += time.perf_counter() - started
-        if load_limit is not None and start < MIRROR_CHUNKS * WRITE_CHUNK:
+        if not bulk and load_limit is not None and start < MIRROR_CHUNKS * WRITE_CHUNK:
             started = time.perf_counter()
             memento.mirror_large_partitions(limit=load_limit)
             mirror_seconds += time.perf_counter() - started
@@ -463,6 +467,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--stores", type=Path, default=stores_dir(), help="built stores, kept")
     parser.add_argument(
+        "--bulk",
+        action="store_true",
+        help="build as a bulk import: remember_many only, opened with the load limit, no "
+        "recall and no mirror_large_partitions (the writer mirrors what crosses the limit)",
+    )
+    parser.add_argument(
         "--build-only", action="store_true", help="build the stores; measure nothing"
     )
     parser.add_argument("--time-box", type=float, default=150.0, help="minutes for the whole run")
@@ -515,7 +525,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
 
     results: dict[str, dict[str, Any]] = {
-        row_key(mode, args.shape, args.load_limit): {} for mode in modes
+        row_key(mode, args.shape, args.load_limit, args.bulk): {} for mode in modes
     }
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                TimeElapsedColumn(), TimeRemainingColumn())  # fmt: skip
@@ -529,8 +539,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                 }
                 if args.load_limit is not None:
                     step["load_limit"] = args.load_limit
-                results[row_key(mode, args.shape, args.load_limit)][str(size)] = step
-                root = args.stores / store_name(mode, size, users, projects, args.shape)
+                results[row_key(mode, args.shape, args.load_limit, args.bulk)][str(size)] = step
+                writing = {"partition_load_limit": args.load_limit} if args.bulk else {}
+                root = args.stores / (
+                    store_name(mode, size, users, projects, args.shape)
+                    + ("-bulk" if args.bulk else "")
+                )
                 built = (root / "built").exists()
                 if not built:
                     needed = size / rate / 60
@@ -548,14 +562,16 @@ def main(argv: Sequence[str] | None = None) -> int:
                     serve_in_child, root, corpus, question_vectors, load_limit=args.load_limit
                 )
                 if mode == "embedded":
-                    with Memento.open(root / "store", embedder=lookup) as memento:
+                    with Memento.open(root / "store", embedder=lookup, **writing) as memento:
                         if not built:
                             step["write"] = build(
-                                memento, corpus, size, progress, label, args.load_limit
-                            )
+                                memento, corpus, size, progress, label, args.load_limit,
+                                bulk=args.bulk,
+                            )  # fmt: skip
                             (root / "built").touch()
                         list_partitions(memento, root, progress, label)
-                        mirror_partitions(memento, root, progress, label, args.load_limit)
+                        if not args.bulk:
+                            mirror_partitions(memento, root, progress, label, args.load_limit)
                     if not args.build_only:
                         warm_page_cache(root)
                         step["serve"] = served(path=root / "store", url=None)
@@ -565,14 +581,16 @@ def main(argv: Sequence[str] | None = None) -> int:
                 else:
                     server: dict[str, float] = {}
                     with chroma_server(root / "chroma", stats=server) as url:
-                        with Memento.open(url=url, embedder=lookup) as memento:
+                        with Memento.open(url=url, embedder=lookup, **writing) as memento:
                             if not built:
                                 step["write"] = build(
-                                    memento, corpus, size, progress, label, args.load_limit
-                                )
+                                    memento, corpus, size, progress, label, args.load_limit,
+                                    bulk=args.bulk,
+                                )  # fmt: skip
                                 (root / "built").touch()
                             list_partitions(memento, root, progress, label)
-                            mirror_partitions(memento, root, progress, label, args.load_limit)
+                            if not args.bulk:
+                                mirror_partitions(memento, root, progress, label, args.load_limit)
                         if not args.build_only:
                             warm_page_cache(root / "chroma")
                             step["serve"] = served(path=None, url=url)

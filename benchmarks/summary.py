@@ -429,6 +429,25 @@ def render_markdown(report: dict[str, Any]) -> str:
             f"(×{mirrored['single_ratio']}).",
             "",
         ]
+    folds = report.get("mirror_folds")
+    if folds:
+        lines += [
+            "### What a fold of a mirror's postings costs (`mirror_writes.py --folds`)",
+            "",
+            f"A tail folded into a public partition of each size ({folds['mode']}): "
+            "incrementally (the terms the tail touched), and with every term rewritten "
+            "(as every fold did before; every 8th fold still does). Busy machine: load "
+            "beside each row.",
+            "",
+            "| partition | tail | incremental (s) | whole rewrite (s) | load average |",
+            "|---:|---:|---:|---:|---:|",
+            *[
+                f"| {r['partition']:,} | {r['tail']:,} | {r['fold_seconds']['incremental']} | "
+                f"{r['fold_seconds']['whole']} | {r['load_average'][0]} |"
+                for r in folds["rows"]
+            ],
+            "",
+        ]
     hot = report.get("hotwords")
     if hot:
         lines += [
@@ -687,6 +706,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     mirror_writes = load_result(results, "mirror_writes")
     if mirror_writes is not None:
         report["mirror_writes"] = mirror_writes
+    mirror_folds = load_result(results, "mirror_folds")
+    if mirror_folds is not None:
+        report["mirror_folds"] = mirror_folds
     partition_search = load_result(results, "partition_search")
     if partition_search is not None:
         report["partition_search"] = {

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
+from memento_core._model import Privacy
 from memento_core._vector_rows import VectorRows
 from memento_core._visibility import PRIVACY_CODES, Visibility, visible_mask
 
@@ -442,6 +443,54 @@ class CandidateIndex:
             viewer_project=self._codes.get(viewer_project) if viewer_project else None,
         )
         return alive & visible
+
+    def held_in(
+        self,
+        viewer_user: str | None,
+        viewer_project: str | None,
+        *,
+        public: bool,
+        user: bool,
+        team: bool,
+    ) -> dict[str, tuple[float, tuple[str, ...]]]:
+        """The memories held here that ``viewer`` may see and that the viewer's partitions
+        searched in the store list too (``public``, its ``user`` partition, its ``team``
+        one): id → (length, which of those list it). Recall counts each of them once, here
+        (``_postings.gather`` leaves them out of the store's side), whichever other
+        partitions this process holds."""
+        import numpy as np
+
+        with self._lock:
+            if not self._ids or not (public or user or team):
+                return {}
+            visible = self._visible_mask(viewer_user, viewer_project)
+            privacy = np.frombuffer(self._privacy, dtype=np.int8)
+            is_public = privacy == PRIVACY_CODES[Privacy.PUBLIC.value]
+            lists: dict[str, Any] = {}
+            if public:
+                lists["public"] = is_public
+            if user:
+                lists["user"] = ~is_public & (
+                    np.frombuffer(self._owner, dtype=np.int32)
+                    == self._codes.get(viewer_user or "", -1)
+                )
+            if team and viewer_project:
+                lists["team"] = (privacy == PRIVACY_CODES[Privacy.TEAM.value]) & (
+                    np.frombuffer(self._project, dtype=np.int32)
+                    == self._codes.get(viewer_project, -1)
+                )
+            listed = np.zeros(len(self._ids), dtype=bool)
+            for mask in lists.values():
+                listed |= mask
+            rows = np.flatnonzero(visible & listed)
+            lengths = np.frombuffer(self._lengths, dtype=np.float32)
+            return {
+                self._ids[r]: (
+                    float(lengths[r]),
+                    tuple(name for name, mask in lists.items() if mask[r]),
+                )
+                for r in rows.tolist()
+            }
 
     def search(
         self,

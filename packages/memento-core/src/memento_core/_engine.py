@@ -51,6 +51,7 @@ from memento_core._storage import (
     ChromaStore,
     IndexRecord,
     Repository,
+    _postings,
     acquire_write_lock,
     release_write_lock,
     to_micros,
@@ -108,6 +109,12 @@ class _Shared:
         self.polled = 0.0
         self.pruned = 0.0
         self.attached: dict[str, Any] = {}  # other modules' per-store state (chat logs)
+        self.keeper: threading.Thread | None = None  # mirrors large partitions, background
+        self.keeper_again = False
+        self.closing = False
+        self.sizes: dict[str, int] = {}  # partition digest → memories, as a writer counts
+        self.unmirrored: dict[str, float] = {}  # digest → when a recall searched it filtered
+        self.unfolded = 0  # memories written to mirrors since the writer last had them folded
 
 
 _SHARED: dict[tuple[str, str], _Shared] = {}
@@ -174,6 +181,14 @@ def close_shared(shared: _Shared, *, writer: bool) -> None:
                 shared.repository.mirrors.sole_writer = shared.writers > 0
         shared.engines -= 1
         if shared.engines == 0:
+            keeper = shared.keeper
+            shared.closing = True
+        else:
+            keeper = None
+    if keeper is not None:  # its pass finishes: a build cut short would wait to go stale
+        keeper.join()
+    with _SHARED_GUARD:
+        if shared.engines == 0:
             shared.repository.mirrors.close()
             shared.chroma.close()
             if _SHARED.get(shared.key) is shared:
@@ -220,6 +235,101 @@ class Engine:
         self._closed = False
         self._writable(+1)
         self._start()
+        if self._keeps_mirrors() and self.store.count_items() > (self.load_limit or 0):
+            self.keep_mirrors()  # a store written before mirrors, or by a writer without them
+        if self.store.shared and self.load_limit is not None:  # no first query waits on it
+            threading.Thread(target=self._warm_quietly, name="memento-warm", daemon=True).start()
+
+    def warm(self) -> int:
+        """Have the Chroma server load every mirror's index now (``_mirrors.warm``)."""
+        if self.load_limit is None:
+            return 0
+        return self.store.mirrors.warm(sorted(self.store.mirrors.ready()), self.embedder.dimension)
+
+    def _warm_quietly(self) -> None:
+        with contextlib.suppress(Exception):  # closed meanwhile; the first query loads it
+            self.warm()
+
+    # ------------------------------------------------------------------ mirrors kept
+
+    def _keeps_mirrors(self) -> bool:
+        return not self.read_only and self.load_limit is not None
+
+    def keep_mirrors(self, *, wait: bool = False) -> None:
+        """Mirror every partition past the load limit that has none, with its postings, and
+        fold the tails, in the background (one pass at a time per store and process): a
+        writer does it, never a recall while a user waits. ``wait``: until that pass is
+        done (a batch write that made a partition cross the limit)."""
+        if not self._keeps_mirrors():
+            return
+        shared = self._shared
+        with shared.lock:
+            if shared.closing:
+                return
+            if shared.keeper is not None:
+                shared.keeper_again = True
+            else:
+                shared.keeper = threading.Thread(
+                    target=self._keep, name="memento-mirrors", daemon=True
+                )
+                shared.keeper.start()
+        if wait:
+            self.wait_for_mirrors()
+
+    def _tail_due(self, name: str, due_only: bool) -> bool:
+        """Whether a mirror's tail is to be folded now: any tail when asked to, one past the
+        fold size (``_postings.FOLD_AT``, or a share of the base) in the background."""
+        postings = self.store.mirrors.postings
+        size = postings.tail_size(name)
+        if not due_only or not size:
+            return bool(size)
+        head = postings.head(name)
+        base = head.memories if head is not None else 0
+        return size >= max(_postings.FOLD_AT, _postings.FOLD_SHARE * base)
+
+    def wait_for_mirrors(self) -> None:
+        """Let the background pass in flight, if any, finish (``keep_mirrors``)."""
+        while True:
+            with self._shared.lock:
+                keeper = self._shared.keeper
+            if keeper is None or keeper is threading.current_thread():
+                return
+            keeper.join()
+
+    def _keep(self) -> None:
+        shared = self._shared
+        while True:
+            with contextlib.suppress(Exception):  # the next write or open tries again
+                self.mirror_large_partitions(due_only=True)
+            with shared.lock:
+                if not shared.keeper_again or shared.closing:
+                    shared.keeper = None
+                    return
+                shared.keeper_again = False
+
+    def _grown(self, items: Sequence[MemoryItem]) -> None:
+        """Count what a write added to its partitions; a partition crossing the load limit
+        without a mirror gets one from this writer, in the background."""
+        if not self._keeps_mirrors() or not items:
+            return
+        limit = self.load_limit or 0
+        crossed = False
+        ready = self.store.mirrors.ready()
+        with self._shared.lock:
+            sizes = self._shared.sizes
+            for item in items:
+                for d in partition_digests(visibility_of(item)):
+                    sizes[d] = sizes.get(d, 0) + 1
+                    crossed = crossed or sizes[d] == limit + 1
+                    self._shared.unfolded += d in ready
+            # Tails written with no recall to fold them (a bulk import): folded by the writer.
+            folding = self._shared.unfolded >= _postings.FOLD_AT
+            if folding:
+                self._shared.unfolded = 0
+        if crossed:  # a batch waits: its next recall finds the partition mirrored
+            self.keep_mirrors(wait=len(items) > 1)
+        elif folding:
+            self.keep_mirrors()
 
     def _writable(self, change: int) -> None:
         """Count this process's writing instances of the store: while it has one, it folds
@@ -283,6 +393,7 @@ class Engine:
         close_shared(self._shared, writer=not self.read_only)
 
     def written(self, items: list[MemoryItem]) -> None:
+        self._grown(items)
         for observer in self.on_written:
             observer(items)
 
@@ -345,29 +456,41 @@ class Engine:
         """Make the index hold what ``viewer`` may see: apply what other processes wrote,
         then load the viewer's partitions that are not loaded yet — but those searched in the
         store (mirrored, ``_mirrors``), unless ``load_all``. Returns the digests of those."""
+        return self.ready_for_recall(viewer, load_all=load_all)[0]
+
+    def ready_for_recall(
+        self, viewer: Scope, *, load_all: bool = False
+    ) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """``ready_for``, and the keys of the viewer's partitions too large to load that have
+        no mirror yet: a recall searches those in the store, bounded (``nearest_in``)."""
         keys = needed_by(viewer)
         partitions = self._shared.partitions
-        far = () if load_all else self.searched_in_store(keys)
-        near = [k for k in keys if digest(k) not in far]
+        far, filtered = ((), ()) if load_all else self._in_store(keys)
+        near = [k for k in keys if digest(k) not in far and k not in filtered]
         # Before a load, every feed entry visible now is taken as applied (the load reads what
         # they describe), so none of them is read a second time afterwards.
         self.catch_up(force=bool(partitions.missing(near)))
         load_partitions(partitions, near, self._read_partition)
-        return far
+        return far, filtered
 
     def searched_in_store(self, keys: Sequence[str]) -> tuple[str, ...]:
         """The digests of the partitions of ``keys`` a recall searches in their mirrors: those
-        mirrored whole and not loaded here. A read-only embedded process cannot read vectors
-        written after it opened the store, so it follows them (``follow``): what the change
-        feed says is written to them from then on is indexed here as well."""
+        mirrored whole and not loaded here."""
+        return self._in_store(keys)[0]
+
+    def _in_store(self, keys: Sequence[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """The digests of the partitions of ``keys`` a recall searches in their mirrors (those
+        mirrored whole, with postings, and not loaded here), and the keys of those too large
+        to load that have none yet. A read-only embedded process cannot read vectors
+        written after it opened the store, so it follows the mirrored ones (``follow``): what
+        the change feed says is written to them from then on is indexed here as well."""
         if self.load_limit is None:
-            return ()
+            return (), ()
         missing = self._shared.partitions.missing(keys)
         if not missing:
-            return ()
+            return (), ()
         mirrors = self.store.mirrors
         ready = mirrors.ready()
-        # A mirror copied before postings existed is not searched: its partition is loaded.
         far = [
             key
             for key in missing
@@ -375,7 +498,37 @@ class Engine:
         ]
         if self.read_only and not self.store.shared:
             self._shared.partitions.follow(far)
-        return tuple(map(digest, far))
+        filtered = tuple(k for k in missing if k not in far and self._too_large(k))
+        with self._shared.lock:
+            for key in missing:  # mirrored, or small enough to load, since
+                if key not in filtered:
+                    self._shared.unmirrored.pop(digest(key), None)
+            for key in filtered:
+                self._shared.unmirrored[digest(key)] = time.monotonic()
+        if filtered:
+            self.keep_mirrors()
+        return tuple(map(digest, far)), filtered
+
+    def _too_large(self, key: str) -> bool:
+        """Whether a partition lists more memories than the load limit (as this process
+        counted them, else as the directory lists them; a store older than the directory:
+        no, it is loaded)."""
+        name = digest(key)
+        with self._shared.lock:
+            size = self._shared.sizes.get(name)
+        if size is None:
+            listed = self.store.directory.members(name)
+            if listed is None:
+                return False
+            size = len(listed.ids)
+            with self._shared.lock:
+                self._shared.sizes.setdefault(name, size)
+        return size > (self.load_limit or 0)
+
+    def searched_by_filter(self) -> int:
+        """Partitions recalls searched by a filtered query, not found mirrored since."""
+        with self._shared.lock:
+            return len(self._shared.unmirrored)
 
     def _read_partition(self, key: str) -> Iterator[Entry]:
         """A partition's memories as stored: the ids the directory lists, read by id (an
@@ -391,18 +544,10 @@ class Engine:
                 directory.write_base(name, ids)
         else:
             ids = listed.ids
-        mirroring = self._starts_mirror(name, len(ids))
-        if mirroring and listed is not None:
-            # Listed again: what was written before the mirror was listed is in the copy.
-            listed = directory.members(name)
-            ids = listed.ids if listed is not None else ids
-        if mirroring:
-            yield from self._mirrored(key, self._read_records(key, ids))
-            return
+        # Never copied into a mirror here, while a user waits: a writer does that in the
+        # background (``keep_mirrors``); a partition too large to load is searched in the
+        # store meanwhile (``_in_store``).
         records = self._read_records(key, ids)
-        if self._lacks_postings(name):
-            yield from self._with_postings(key, records)
-            return
         # Yielded as read, so the caller indexes a page while the next ones are read.
         if listed is None or len(listed.sealed) <= MERGE_AT or self.read_only:
             yield from self._entries(records)
@@ -428,23 +573,6 @@ class Engine:
                 )
         return records
 
-    def _lacks_postings(self, name: str) -> bool:
-        """Whether this load also writes the postings of its partition's mirror: one copied
-        before postings existed (``searched_in_store`` loads such a partition instead)."""
-        if self.read_only or self.load_limit is None:
-            return False
-        mirrors = self.store.mirrors
-        return name in mirrors.ready() and not mirrors.has_postings(name)
-
-    def _with_postings(self, key: str, records: Iterable[IndexRecord]) -> Iterator[Entry]:
-        """The partition's entries as read, their postings written once all are read."""
-        read_at = to_micros(utcnow())
-        held: list[Entry] = []
-        yield from self._collected(key, records, held)
-        self.store.mirrors.index_postings(
-            digest(key), [e[0] for e in held], [e[1] for e in held], read_at=read_at
-        )
-
     def _collected(
         self, key: str, records: Iterable[IndexRecord], into: list[Entry]
     ) -> Iterator[Entry]:
@@ -455,28 +583,12 @@ class Engine:
                 into.append(entry)
             yield entry
 
-    def _starts_mirror(self, name: str, size: int) -> bool:
-        """Whether this load also copies its partition into a mirror: the partition lists more
-        than the load limit, has none yet, and this process may write. Listed before its
-        memories are listed for the copy: a write either sees it listed and reaches the mirror
-        itself, or was logged before and is in the copy (``_mirrors``)."""
-        if self.read_only or self.load_limit is None or size <= self.load_limit:
-            return False
-        return self.store.mirrors.start(name)
-
-    def _mirrored(self, key: str, records: Iterable[IndexRecord]) -> Iterator[Entry]:
-        """The partition's entries as read, copied into its mirror; listed ``ready`` once all
-        are copied, so a later process searches it there instead of loading it."""
-        held: list[Entry] = []
-        yield from self._collected(key, records, held)
-        name = digest(key)
-        self.store.mirrors.copy(
-            name, [e[0] for e in held], [e[3] for e in held], [e[1] for e in held]
-        )
-        self.store.mirrors.finish(name)
-
     def mirror_large_partitions(
-        self, on_progress: Callable[[int], None] | None = None, *, limit: int | None = None
+        self,
+        on_progress: Callable[[int], None] | None = None,
+        *,
+        limit: int | None = None,
+        due_only: bool = False,
     ) -> int:
         """Copy every partition past ``limit`` (else the load limit) that has no mirror into
         one now (a store written before mirrors, or one whose large partitions no process has
@@ -496,17 +608,22 @@ class Engine:
             for _, digests in self.store.item_partitions(_digests_of):
                 for d in digests:
                     sizes[d] = sizes.get(d, 0) + 1
+        with self._shared.lock:
+            self._shared.sizes = dict(sizes)
         ready = self.store.mirrors.ready()
         copied = 0
         for name in sorted(ready):  # their keyword side: written, or its tail folded
             if not self.store.mirrors.has_postings(name):  # copied before postings existed
+                read_at = to_micros(utcnow())
                 held = self.store.mirrors.held(name)
                 texts = {i.id: i.content for i in self.store.items_by_id(held)}
                 found = [i for i in held if i in texts]
-                self.store.mirrors.index_postings(name, found, [texts[i] for i in found])
+                self.store.mirrors.index_postings(
+                    name, found, [texts[i] for i in found], read_at=read_at
+                )
                 if on_progress:
                     on_progress(len(found))
-            elif self.store.mirrors.postings.tail_size(name):
+            elif self._tail_due(name, due_only):
                 self.store.mirrors.postings.fold(name)
         for name, size in sizes.items():
             if size <= limit or name in ready or not self.store.mirrors.start(name):

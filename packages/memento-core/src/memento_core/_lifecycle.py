@@ -229,17 +229,25 @@ def erase_records(engine: Engine, memory_ids: Sequence[str]) -> None:
         store.delete_links_touching(ids)
         store.delete_events_of(ids)
         history.erase(engine, ids)
-        _close_timeline_gaps(engine, ids)
+        before = _close_timeline_gaps(engine, ids)
         _clear_superseded(engine, ids)
         engine.noted(store.delete_items(ids))
+        # Again once they are gone: a memory another process stored meanwhile may follow
+        # one of them; a writer reads its predecessor after storing (``_writing``), so one
+        # of the two sees the other.
+        _close_timeline_gaps(engine, ids, before)
         engine.unindexed(ids)
 
 
-def _close_timeline_gaps(engine: Engine, erased: Sequence[str]) -> None:
+def _close_timeline_gaps(
+    engine: Engine, erased: Sequence[str], before: dict[str, str] | None = None
+) -> dict[str, str]:
     """Memories that followed an erased one follow its predecessor instead: no erased id
-    stays behind in ``follows`` (erasure leaves no trace), and the timeline stays whole."""
+    stays behind in ``follows`` (erasure leaves no trace), and the timeline stays whole.
+    Returns each erased memory's predecessor (``before``: as read before they were erased)."""
     gone = set(erased)
-    before = {item.id: item.follows or "" for item in engine.store.items_by_id(list(gone))}
+    if before is None:
+        before = {item.id: item.follows or "" for item in engine.store.items_by_id(list(gone))}
     ids, updates = [], []
     for item in engine.store.items_following(list(gone)):
         if item.id in gone:
@@ -252,6 +260,7 @@ def _close_timeline_gaps(engine: Engine, erased: Sequence[str]) -> None:
         ids.append(item.id)
         updates.append({"follows": "" if predecessor in gone else predecessor})
     engine.store.set_fields(ids, updates)
+    return before
 
 
 def _clear_superseded(engine: Engine, erased: Sequence[str]) -> None:

@@ -353,6 +353,7 @@ class Memento:
             self._engine.partitions.status(),
             searched_in_store=len(self._engine.store.mirrors.ready()),
             feed_read_seconds_ago=self._engine.feed_read_seconds_ago(),
+            searched_by_filter=self._engine.searched_by_filter(),
         )
 
     def preload(self, scope: Scope | None = None) -> IndexStatus:
@@ -379,18 +380,28 @@ class Memento:
         """Copy every partition holding more than ``limit`` (by default the store's
         ``partition_load_limit``) memories that is not searched in the store yet into a
         collection of its own, so processes with a load limit search it there (safe beside
-        other writers). The first such process to load a large partition does this for it
-        anyway; a store written by an older Memento, or a benchmark, does it at once here.
-        ``on_progress`` gets the memories copied. Each mirror's keyword postings are brought
-        up to date as well (what was written since they were folded is folded in). Returns the
-        partitions copied."""
+        other writers). A writing process does this anyway, in the background: from its
+        first open of a store with partitions past the limit, and when a write makes one cross
+        it (a batch write waits for it); this waits for that, then copies what is left.
+        ``on_progress`` gets the memories this call copies. Each mirror's keyword postings are
+        brought up to date as well (what was written since they were folded is folded in).
+        Returns the partitions this call copied."""
         if limit is not None and (
             isinstance(limit, bool) or not isinstance(limit, int) or limit < 1
         ):
             raise InvalidInput(
                 f"limit must be a whole number of memories, 1 or more, got {limit!r}"
             )
+        self._engine.wait_for_mirrors()
         return self._engine.mirror_large_partitions(on_progress, limit=limit)
+
+    def warm(self) -> int:
+        """Make the Chroma server load the indexes of the partitions searched in the store
+        (a query each), so no user's first recall waits while it does: after a server
+        restart its first query of a large mirror waits seconds. Opening a store on a server
+        does this in the background; a server front end may call it again after the Chroma
+        server restarts. Returns the mirrors warmed (0 without a load limit)."""
+        return self._engine.warm()
 
     @property
     def read_only(self) -> bool:
@@ -966,6 +977,7 @@ class Memento:
     arecall = async_twin(recall)
     apreload = async_twin(preload)
     amirror_large_partitions = async_twin(mirror_large_partitions)
+    awarm = async_twin(warm)
     apin = async_twin(pin)
     aunpin = async_twin(unpin)
     aforget = async_twin(forget)

@@ -88,6 +88,10 @@ class IndexStatus:
     feed_read_seconds_ago: float | None = None
     """How long ago this process last read the store's change feed (what other processes
     wrote); None before its first read (``Memento.index_status`` fills it in)."""
+    searched_by_filter: int = 0
+    """Partitions too large to load that have no mirror yet (a writer makes it in the
+    background): their recent recalls searched them in the store by a filtered vector query,
+    bounded, without their keyword side, instead of copying them while a user waits."""
 
 
 def partitions_of(visibility: Visibility) -> tuple[str, ...]:
@@ -205,6 +209,12 @@ class PartitionedIndex:
                 if key in self._members and (key != PUBLIC or key in self._following):
                     held |= self._members[key]
             return held
+
+    def followed(self) -> set[str]:
+        """The memories indexed here because a partition searched in the store is followed
+        (``follow``): not in what this process reads of that partition's postings."""
+        with self._lock:
+            return {i for key in self._following for i in self._members.get(key, ())}
 
     def holds(self, memory_id: str) -> bool:
         return memory_id in self._keys_of

@@ -23,10 +23,10 @@ from memento_core import _history as history
 from memento_core._candidate_index import Elsewhere, matched_terms, tokenize
 from memento_core._filters import RecallFilter
 from memento_core._model import MemoryItem, Scope, as_utc, check_text, utcnow
-from memento_core._partitions import needed_by
+from memento_core._partitions import PUBLIC, TEAM, USER, digest, partition_where
 from memento_core._ranking import Candidate, RankingWeights, Recalled, rank
 from memento_core._visibility import check_viewer, is_visible
-from memento_core.errors import InvalidInput
+from memento_core.errors import InvalidInput, StoreUnavailable
 
 if TYPE_CHECKING:
     from memento_core._engine import Engine
@@ -131,7 +131,9 @@ def candidates(
     memories as stored then (``_history.states_at``), live at that moment."""
     import numpy as np  # not at import time: ``import memento_core`` stays light
 
-    far = engine.ready_for(viewer)  # partitions searched in the store (``_mirrors``)
+    # Partitions searched in the store: in their mirrors (``_mirrors``), or, too large to
+    # load and not mirrored yet, by a filtered query (vector side only, bounded).
+    far, filtered = engine.ready_for_recall(viewer)
     index = engine.index
     visible_to: dict[str, Any] = {
         "viewer_user": viewer.user_id,
@@ -140,9 +142,23 @@ def candidates(
     elsewhere: Elsewhere | None = None  # the keyword statistics of those
     stored = None
     if far:  # their postings (``_postings``), scored with what is held here
-        held = engine.partitions.held_for(needed_by(viewer))
+        # What this process holds of them is counted once, here, whichever other partitions
+        # it holds: left out of their postings and out of their statistics.
+        lists = {
+            "public": digest(PUBLIC),
+            "user": digest(USER + (viewer.user_id or "")),
+            "team": digest(TEAM + (viewer.project_id or "")),
+        }
+        in_far = {name: d in far for name, d in lists.items()}
+        held = {
+            i: (length, tuple(lists[name] for name in names))
+            for i, (length, names) in index.held_in(
+                viewer.user_id, viewer.project_id, **in_far
+            ).items()
+        }
+        followed = engine.partitions.followed()
         terms = list(dict.fromkeys(tokenize(query)))
-        stored = engine.store.mirrors.keyword_postings(far, terms, held=held)
+        stored = engine.store.mirrors.keyword_postings(far, terms, held=held, followed=followed)
         if stored is None:  # dropped meanwhile (its user erased): nothing of it is found
             stored = engine.store.mirrors.keyword_postings((), terms, held=held)
     if stored is not None:
@@ -183,10 +199,19 @@ def candidates(
 
     def nearest_of(limit: int) -> list[tuple[str, float]]:
         found = index.nearest(query_vector, limit=limit, **visible_to)
-        if not far:
+        if not far and not filtered:
             return found
         best = dict(found)
-        for memory_id, cosine, vector in engine.store.mirrors.nearest(far, query_vector, limit):
+        hits = engine.store.mirrors.nearest(far, query_vector, limit)
+        for key in filtered:
+            where, privacies = partition_where(key)
+            try:
+                hits += engine.store.nearest_in(where, privacies, query_vector, limit)
+            except StoreUnavailable:
+                raise
+            except Exception:  # a read-only embedded reader lacks a vector written since
+                continue
+        for memory_id, cosine, vector in hits:
             if memory_id not in best:
                 best[memory_id] = cosine
                 far_vectors[memory_id] = vector

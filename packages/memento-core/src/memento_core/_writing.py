@@ -140,6 +140,7 @@ def write(
         store_items(
             engine, writes, existing.keys(), batch_size, on_progress, extra=heads, vectors=vectors
         )
+        writes = _unlink_erased(engine, writes, new={i.id for i in unique} - existing.keys())
     if any(item.hotwords for item in writes) or replacing:
         engine.hotwords_changed()
     engine.written(writes)
@@ -260,6 +261,23 @@ def link_timeline(engine: Engine, items: list[MemoryItem], *, new: set[str]) -> 
                 del timeline[next(iter(timeline))]  # the least recently written
         linked.append(item)
     return linked
+
+
+def _unlink_erased(engine: Engine, items: list[MemoryItem], *, new: set[str]) -> list[MemoryItem]:
+    """Read again, after storing, the predecessors new memories were linked to from this
+    process's timeline: another process may have erased one meanwhile. The eraser closes
+    the gaps it finds after erasing (``_lifecycle``), so either it finds the new memory or
+    the new memory finds its predecessor gone, and drops the link. Only the sole writer of
+    an embedded store, whose own erasures leave its timeline (``Engine.unindexed``), skips it."""
+    linked = {i.id: i.follows for i in items if i.id in new and i.follows}
+    if not linked or engine.store.mirrors.sole_writer:
+        return items
+    present = engine.store.existing_ids(sorted(set(linked.values())))
+    stale = {i for i, follows in linked.items() if follows not in present}
+    if not stale:
+        return items
+    engine.store.set_fields(sorted(stale), {"follows": ""})
+    return [dataclasses.replace(i, follows=None) if i.id in stale else i for i in items]
 
 
 def prime_embeddings(engine: Engine, hashes: Sequence[str]) -> None:

@@ -9,8 +9,13 @@ a load reads the partition's records, an equality over this far smaller collecti
 memories by id.
 
 No two writers write one record. A writer (one process's repository) appends only to its own
-records, ``<digest>:<writer>:<n>``, and starts a new one when its record is full or older than
-``SEAL_AFTER_US``; ``merge`` rewrites only records sealed long since. A record may list ids that
+records, ``<digest>:<writer>:<n>``. The sole writer of an embedded store extends its open record
+until it is full or older than ``SEAL_AFTER_US``; a writer of a store others write too writes a
+new record each time and never rewrites one, so no append can put back an id an erasure took
+out meanwhile. Only erasures and ``merge`` rewrite records, and each first leaves a tombstone
+(``erased:<hash of the id>``, never the id) for every id it erases, and after each rewrite reads
+the record and the tombstones again until none is left in it: of two rewrites racing, the later
+one sees the other's tombstone. A record may list ids that
 left the partition (erased, or moved by a change of privacy): the load reads each memory as
 stored and keeps what belongs. So the directory may list too much, but misses no id written
 since the store had it.
@@ -31,6 +36,7 @@ partition's ``base``; ``backfill`` does every partition in one pass, then sets t
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import threading
@@ -71,6 +77,9 @@ FeedPuts = Callable[[int], Sequence[tuple[int, Sequence[str], Sequence[Sequence[
 """Reads the change feed's ``put`` entries stamped at or after a time (µs), oldest first:
 each entry's stamp, memory ids and each memory's partition digests."""
 WRITE_BATCH = 1_000
+ERASED = "~erased"
+"""The partition tombstones are filed under: no partition's digest."""
+CLEAN_ROUNDS = 20
 
 
 @dataclass(frozen=True)
@@ -106,6 +115,11 @@ def _by_digest(ids: Sequence[str], digests: Sequence[Sequence[str]]) -> dict[str
         for d in memory_digests:
             grouped[d].append(memory_id)
     return grouped
+
+
+def _tomb(memory_id: str) -> str:
+    """A tombstone's id: a hash of the erased id, so it keeps no trace of it."""
+    return "erased:" + hashlib.blake2b(memory_id.encode("utf-8"), digest_size=16).hexdigest()
 
 
 def _chunks(ids: Sequence[str]) -> list[Sequence[str]]:
@@ -157,8 +171,8 @@ class PartitionDirectory:
         unfolded = self._unfolded_members(digest)
         for record in self._records.find({"partition": digest}):
             ids += json.loads(record.document)
-            if int(record.metadata["opened"]) < horizon:
-                sealed.append(record.id)
+            if int(record.metadata["opened"]) < horizon or not self._sole_writer:
+                sealed.append(record.id)  # written once (``append``): merged when many
             if "base" in record.metadata:
                 bases[str(record.metadata["base"])].append(int(record.metadata["base_of"]))
         whole_base = any(len(sizes) == sizes[0] for sizes in bases.values())
@@ -173,7 +187,7 @@ class PartitionDirectory:
         if not self.complete():
             return None
         listed: dict[str, set[str]] = defaultdict(set)
-        for record in self._records.find():
+        for record in self._records.find({"partition": {"$ne": ERASED}}):
             listed[str(record.metadata["partition"])].update(json.loads(record.document))
         mark = self.folded_up_to()
         if mark is not None and self._feed is not None:
@@ -289,7 +303,8 @@ class PartitionDirectory:
     def _open_record(self, digest: str, adding: int, now: int) -> _Record:
         record = self._open.pop(digest, None)
         full = record is not None and record.size + adding > APPEND_AT_MOST
-        if record is None or full or now - record.opened > SEAL_AFTER_US:
+        stale = record is not None and now - record.opened > SEAL_AFTER_US
+        if record is None or full or stale or not self._sole_writer:
             record = _Record(f"{digest}:{self._writer}:{os.urandom(4).hex()}", now)
         self._open[digest] = record
         if len(self._open) > OPEN_RECORDS:
@@ -300,23 +315,51 @@ class PartitionDirectory:
         """Record what an equality read found in a partition of a store older than the
         directory: with this whole base, its listing is complete (later writes add their own
         records)."""
-        self._write_group(digest, ids, f"base{os.urandom(4).hex()}")
+        self._clean(self._write_group(digest, ids, f"base{os.urandom(4).hex()}"))
 
     def merge(self, digest: str, sealed: Sequence[str], belonging: Sequence[str]) -> None:
         """Replace a partition's ``sealed`` records by few records of the ids that still
         belong to it (as just read). No writer appends to a sealed record, so nothing can be
         lost between the read and the rewrite; the new records are a base (they cover what
         the sealed ones did, a base among them)."""
-        self._write_group(digest, belonging, f"merge{os.urandom(4).hex()}")
+        self._clean(self._write_group(digest, belonging, f"merge{os.urandom(4).hex()}"))
         self._records.delete(ids=list(sealed))
 
-    def _write_group(self, digest: str, ids: Sequence[str], group: str) -> None:
+    def _write_group(self, digest: str, ids: Sequence[str], group: str) -> list[str]:
         chunks = _chunks(ids) or [[]]
         records = [
             (digest, _Record(f"{digest}:{group}:{n}", 0), list(c)) for n, c in enumerate(chunks)
         ]
         # One call: the group is whole or absent.
         self._write(self._records.add, records, base=group, base_of=len(records), one_call=True)
+        return [r.id for _, r, _ in records]
+
+    def _mark_erased(self, erased: Sequence[str]) -> None:
+        ids = [_tomb(i) for i in dict.fromkeys(erased)]
+        for start in range(0, len(ids), WRITE_BATCH):
+            page = ids[start : start + WRITE_BATCH]
+            self._records.put(
+                page, ["[]"] * len(page), [{"partition": ERASED, "opened": 0}] * len(page)
+            )
+
+    def _clean(self, record_ids: Sequence[str]) -> None:
+        """Rewrite these records without any id that has a tombstone (read after the
+        record), and read them again, until none is left (a record left empty stays: a
+        base counts its records)."""
+        for _ in range(CLEAN_ROUNDS):
+            dirty = False
+            for start in range(0, len(record_ids), WRITE_BATCH):
+                found = self._records.get(record_ids[start : start + WRITE_BATCH])
+                listed = {r.id: json.loads(r.document) for r in found}
+                named = list({i for ids in listed.values() for i in ids})
+                struck = {r.id for r in self._records.get([_tomb(i) for i in named])}
+                for record in found:
+                    kept = [i for i in listed[record.id] if _tomb(i) not in struck]
+                    if len(kept) < len(listed[record.id]):
+                        self._records.put([record.id], [json.dumps(kept)], [record.metadata])
+                        dirty = True
+            if not dirty:
+                return
 
     def backfill(
         self,
@@ -344,13 +387,15 @@ class PartitionDirectory:
         gone = set(erased)
         with self._lock:
             self._open.clear()  # the records below may be rewritten: later appends start anew
+            self._mark_erased(sorted(gone))
             self._records.delete(where={"partition": user_digest})
-            for team in set(team_digests):
-                for record in self._records.find({"partition": team}):
-                    listed = json.loads(record.document)
-                    if gone.intersection(listed):
-                        kept = [i for i in listed if i not in gone]
-                        self._records.put([record.id], [json.dumps(kept)], [record.metadata])
+            naming = [
+                record.id
+                for team in set(team_digests)
+                for record in self._records.find({"partition": team})
+                if gone.intersection(json.loads(record.document))
+            ]
+            self._clean(naming)
 
     def scrub(self, erased: Sequence[str]) -> None:
         """Take erased memories' ids out of every record that lists them, whatever its
@@ -359,11 +404,8 @@ class PartitionDirectory:
         gone = set(erased)
         with self._lock:
             self._open.clear()  # the records below may be rewritten: later appends start anew
-            for record in self._records.naming([json.dumps(i) for i in gone]):
-                listed = json.loads(record.document)
-                kept = [i for i in listed if i not in gone]
-                if len(kept) < len(listed):
-                    self._records.put([record.id], [json.dumps(kept)], [record.metadata])
+            self._mark_erased(sorted(gone))
+            self._clean([r.id for r in self._records.naming([json.dumps(i) for i in gone])])
 
     def _write(
         self,

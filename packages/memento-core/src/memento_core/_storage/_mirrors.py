@@ -79,6 +79,7 @@ class PartitionMirrors:
         self._catalog: dict[str, tuple[str, int]] = {}  # digest → (state, listed at µs)
         self._read_at = -1.0
         self._collections: dict[str, Any] = {}
+        self._started: dict[str, int] = {}  # digest → when this process listed its build
         self.postings = PartitionPostings(chroma, mirror=self._mirror, counts_in=counts_in)
         """Their keyword side (``_postings``)."""
         self._sole_writer = False
@@ -143,6 +144,8 @@ class PartitionMirrors:
             ):
                 return False
             self._list(digest, BUILDING)
+            with self._lock:
+                self._started[digest] = self._catalog[digest][1]
         if self._shared:
             time.sleep(2 * CATALOG_TTL)
         return True
@@ -157,8 +160,12 @@ class PartitionMirrors:
         for start in range(0, len(ids), COPY_PAGE):
             page = slice(start, start + COPY_PAGE)
             self._upsert(digest, ids[page], vectors[page], counts[page], stamped=False)
-        listed = self.catalog().get(digest)
-        mark = (listed[1] if listed is not None else _now_us()) - OVERLAP_US
+        mark = self._listed_at(digest) - OVERLAP_US
+        # Erased or moved out since the build was listed (the copy read them before): an
+        # erasure tombstones every id in a mirror being built, then deletes what it holds.
+        struck = self.postings.struck_since(digest, ids, mark)
+        if struck:
+            self._mirror(digest).delete(ids=struck)
         self.postings.write_base(digest, zip(ids, counts), mark)
 
     def index_postings(
@@ -174,8 +181,18 @@ class PartitionMirrors:
         return self.postings.head(digest, fresh=fresh) is not None
 
     def held(self, digest: str) -> list[str]:
-        """The ids a mirror holds."""
-        return list(self._mirror(digest).get(include=[])["ids"])
+        """The ids a mirror holds (none: dropped meanwhile, its user erased)."""
+        try:
+            return list(self._mirror(digest).get(include=[])["ids"])
+        except StoreUnavailable:
+            raise
+        except Exception:  # chromadb's NotFoundError: the mirror was dropped
+            self._forget(digest)
+            return []
+
+    def _forget(self, digest: str) -> None:
+        with self._lock:
+            self._collections.pop(digest, None)
 
     def _upsert(
         self,
@@ -217,8 +234,25 @@ class PartitionMirrors:
             meta["at"] = at
         return meta
 
-    def finish(self, digest: str) -> None:
+    def _listed_at(self, digest: str) -> int:
+        with self._lock:
+            started = self._started.get(digest)
+        if started is not None:
+            return started
+        listed = self.catalog().get(digest)
+        return listed[1] if listed is not None else _now_us()
+
+    def finish(self, digest: str) -> bool:
+        """List a mirror built ``ready``; unless its partition was dropped (its user erased)
+        since the build was listed: then the build goes too. Returns whether it is listed."""
+        listed_at = self._listed_at(digest)
+        with self._lock:
+            self._started.pop(digest, None)
+        if self.postings.gone_since(digest, listed_at - OVERLAP_US):
+            self.drop(digest)
+            return False
         self._list(digest, READY)
+        return True
 
     def drop(self, digest: str) -> None:
         """Delete a partition's mirror and its listing (its user was erased)."""
@@ -276,21 +310,38 @@ class PartitionMirrors:
                 if d in listed:
                     leaving.setdefault(d, []).append(memory_id)
         for d, ids in leaving.items():
-            self._take_out(d, ids)
+            self._take_out(d, ids, building=listed[d][0] == BUILDING)
 
-    def _take_out(self, digest: str, ids: Sequence[str]) -> None:
-        """Take memories out of a mirror and out of its postings."""
+    def _take_out(self, digest: str, ids: Sequence[str], *, building: bool = False) -> None:
+        """Take memories out of a mirror and out of its postings: a tombstone each first
+        (``_postings``), for every id if the mirror is being built (its copy may put one in
+        after this), else for those it holds."""
         mirror = self._mirror(digest)
-        found = mirror.get(ids=list(ids), include=["metadatas"])
-        self.postings.scrub(
-            digest, {i: _terms_ever(m) for i, m in zip(found["ids"], found["metadatas"])}
-        )
-        mirror.delete(ids=list(ids))
+        held: dict[str, list[str]] = {}
+        try:
+            for start in range(0, len(ids), COPY_PAGE):  # SQLite takes so many ids a read
+                found = mirror.get(ids=list(ids[start : start + COPY_PAGE]), include=["metadatas"])
+                held.update((i, _terms_ever(m)) for i, m in zip(found["ids"], found["metadatas"]))
+        except StoreUnavailable:
+            raise
+        except Exception:  # chromadb's NotFoundError: dropped meanwhile, its user erased
+            self._forget(digest)
+            return
+        self.postings.scrub(digest, held, struck=ids if building else ())
+        gone = list(held)
+        for start in range(0, len(gone), COPY_PAGE):
+            mirror.delete(ids=gone[start : start + COPY_PAGE])
 
-    def delete(self, ids: Sequence[str]) -> None:
-        """Take memories about to be erased out of every mirror and its postings."""
-        for d in self.catalog(fresh=True):
-            self._take_out(d, ids)
+    def delete(self, ids: Sequence[str], *, besides: Container[str] = ()) -> set[str]:
+        """Take memories being erased out of every mirror and its postings (``besides``
+        those done already); returns the mirrors listed. The store calls it before it erases
+        them and again after, for a mirror listed meanwhile: a build lists its mirror before
+        it reads the store, so either it read them gone or the second call finds it."""
+        listed = self.catalog(fresh=True)
+        for d, (state, _) in listed.items():
+            if d not in besides:
+                self._take_out(d, ids, building=state == BUILDING)
+        return set(listed)
 
     # ------------------------------------------------------------------ reads
 
@@ -319,10 +370,33 @@ class PartitionMirrors:
         return hits
 
     def keyword_postings(
-        self, digests: Sequence[str], terms: Sequence[str], *, held: Set[str] = frozenset()
+        self,
+        digests: Sequence[str],
+        terms: Sequence[str],
+        *,
+        held: Mapping[str, tuple[float, Sequence[str]]] | None = None,
+        followed: Set[str] = frozenset(),
     ) -> StoredPostings | None:
         """The postings of ``terms`` in these mirrored partitions (``_postings.gather``)."""
-        return self.postings.gather(digests, terms, held=held)
+        return self.postings.gather(digests, terms, held=held or {}, followed=followed)
+
+    def warm(self, digests: Sequence[str], dimension: int) -> int:
+        """Make a Chroma server load these mirrors' indexes now, a query each (and their
+        postings' heads): its first query of a mirror after it starts waits while it loads
+        the index (8.9 s for a public mirror of 1M memories). Returns how many answered."""
+        probe = [[1.0] + [0.0] * (dimension - 1)]
+        warmed = 0
+        for digest in digests:
+            try:
+                self._mirror(digest).query(query_embeddings=probe, n_results=1, include=[])
+                self.postings.head(digest, fresh=True)
+            except StoreUnavailable:
+                raise
+            except Exception:  # chromadb's NotFoundError: dropped meanwhile
+                self._forget(digest)
+                continue
+            warmed += 1
+        return warmed
 
     def close(self) -> None:
         """Let the postings' folds in flight finish (the store is closing)."""

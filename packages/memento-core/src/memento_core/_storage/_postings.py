@@ -29,6 +29,7 @@ times slower (16.5 s against 1.5 s, measured embedded).
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import threading
 import time
@@ -38,6 +39,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from memento_core._storage._chroma import PLACEHOLDER_VECTOR
 from memento_core.errors import StoreUnavailable
 
 if TYPE_CHECKING:
@@ -60,6 +62,16 @@ CACHE_ENTRIES = 1_500_000
 WRITE_PAGE = 200
 FOLD_CLAIM_US = 120 * 1_000_000
 """A fold claimed this long ago without a new generation was cut short: another may start."""
+FORMAT = 2
+"""Records name terms by a hash (format 1 named the word); a head of another format is not
+read: a writer writes the partition's postings again."""
+KINDS = ("term", "head", "tomb", "claim", "gone")
+SETTLE_ROUNDS = 20
+"""Rounds of re-reading after a rewrite, at most, before a writer lets the next one finish."""
+CHAIN_AT_MOST = 8
+"""Generations a head builds on at most: the fold after rewrites every term (compacts)."""
+STALE_PARTS = 64
+"""Parts a rewritten term may have had beyond those it fills now (``PART`` memories each)."""
 
 TermPostings = tuple[list[str], "np.ndarray", "np.ndarray", "np.ndarray"]
 """One term's postings: memory ids, their codes (``PartitionPostings.code``), the term's count
@@ -75,7 +87,13 @@ class Head:
     mark: int
     memories: int
     total_length: int
-    folding: int = 0
+    chain: tuple[str, ...] = ()
+    """Older generations it builds on, newest first: a fold writes only the terms its tail
+    touched, and a term's postings are those of the newest generation holding it."""
+
+    @property
+    def gens(self) -> tuple[str, ...]:
+        return (self.gen, *self.chain)
 
 
 @dataclass
@@ -145,8 +163,98 @@ class _TailView:
     lengths: dict[str, int]
 
 
+@dataclass
+class _Built:
+    """A generation as a writer builds it: each term's postings (ids, counts, lengths),
+    its memories' lengths, when a tail entry was put, and the tombstones already applied."""
+
+    postings: dict[str, tuple[list[str], list[int], list[int]]] = field(default_factory=dict)
+    members: dict[str, int] = field(default_factory=dict)
+    born: dict[str, int] = field(default_factory=dict)
+    seen: dict[str, int] = field(default_factory=dict)
+    struck: dict[str, int] = field(default_factory=dict)
+    """Memories taken out after the build (``_settle``), with their lengths."""
+
+    @property
+    def total_length(self) -> int:
+        return sum(self.members.values())
+
+    def add(
+        self, memory_id: str, counts: Mapping[str, int], length: int, *, at: int | None = None
+    ) -> None:
+        self.members[memory_id] = length
+        if at is not None:
+            self.born[memory_id] = at
+        for term, tf in counts.items():
+            ids, tfs, lengths = self.postings.setdefault(term, ([], [], []))
+            ids.append(memory_id)
+            tfs.append(tf)
+            lengths.append(length)
+
+    def without(self, struck: Set[str]) -> dict[str, tuple[list[str], list[int], list[int]]]:
+        """Take these memories out; returns the terms that listed them, as they are now."""
+        touched = {}
+        for term, (ids, tfs, lengths) in self.postings.items():
+            if not struck.isdisjoint(ids):
+                keep = [n for n, i in enumerate(ids) if i not in struck]
+                self.postings[term] = touched[term] = (
+                    [ids[n] for n in keep],
+                    [tfs[n] for n in keep],
+                    [lengths[n] for n in keep],
+                )
+        for memory_id in struck:
+            if memory_id in self.members:
+                self.struck[memory_id] = self.members.pop(memory_id)
+        return touched
+
+
 def _now_us() -> int:
     return time.time_ns() // 1000
+
+
+READ_PAGE = 2_000
+"""Records a read asks for at most: Chroma's SQLite refuses a read of tens of thousands at
+once (too many SQL variables), as a tail written in bulk can hold."""
+
+
+def _paged_get(collection: Any, *, where: Mapping[str, Any] | None = None,
+               include: Sequence[str] = ()) -> dict[str, list[Any]]:  # fmt: skip
+    """``collection.get(where=...)`` in pages of ``READ_PAGE``, as one result."""
+    ids: list[str] = []
+    metadatas: list[Any] = []
+    offset = 0
+    while True:
+        page = collection.get(
+            where=dict(where) if where else None,
+            include=list(include),
+            limit=READ_PAGE,
+            offset=offset,
+        )
+        ids += page["ids"]
+        metadatas += page.get("metadatas") or [None] * len(page["ids"])
+        if len(page["ids"]) < READ_PAGE:
+            return {"ids": ids, "metadatas": metadatas}
+        offset += len(page["ids"])
+
+
+def _get_ids(collection: Any, ids: Sequence[str]) -> dict[str, list[Any]]:
+    """``collection.get(ids=...)`` with metadata, in pages of ``READ_PAGE`` ids."""
+    found: dict[str, list[Any]] = {"ids": [], "metadatas": []}
+    for start in range(0, len(ids), READ_PAGE):
+        page = collection.get(ids=list(ids[start : start + READ_PAGE]), include=["metadatas"])
+        found["ids"] += page["ids"]
+        found["metadatas"] += page["metadatas"]
+    return found
+
+
+def _key(term: str) -> str:
+    """A term as a record id names it: a hash, so no id keeps a word once its record is gone."""
+    return hashlib.blake2b(term.encode("utf-8"), digest_size=8).hexdigest()
+
+
+def _hid(memory_id: str) -> str:
+    """A memory id as a tombstone names it: a hash, so the tombstone keeps no trace of it."""
+    return hashlib.blake2b(memory_id.encode("utf-8"), digest_size=16).hexdigest()
 
 
 def _pack(values: Sequence[int]) -> str:
@@ -220,8 +328,9 @@ class PartitionPostings:
     # ------------------------------------------------------------------ heads
 
     def head(self, digest: str, *, fresh: bool = False) -> Head | None:
-        """The partition's head (None: it has no postings yet), read again when this
-        process's copy is older than ``HEAD_TTL``."""
+        """The partition's head (None: it has no postings yet, or only an older format's),
+        read again when this process's copy is older than ``HEAD_TTL``. Its statistics leave
+        out the memories erased from its generation since (their tombstones say which)."""
         with self._lock:
             known = self._heads.get(digest)
         if (
@@ -230,79 +339,188 @@ class PartitionPostings:
             and (self.sole_writer or time.monotonic() - known[1] < HEAD_TTL)
         ):
             return known[0]
-        found = self._collection().get(ids=[f"head:{digest}"], include=["metadatas"])
+        records = self._collection()
+        found = records.get(ids=[f"head:{digest}"], include=["metadatas"])
         head = None
-        if found["ids"]:
+        if found["ids"] and found["metadatas"][0].get("format") == FORMAT:
             m = found["metadatas"][0]
-            head = Head(
-                digest,
-                str(m["gen"]),
-                int(m["mark"]),
-                int(m["memories"]),
-                int(m["total_length"]),
-                int(m.get("folding", 0)),
+            chain = tuple(str(m.get("chain") or "").split())
+            head = Head(digest, str(m["gen"]), int(m["mark"]), int(m["memories"]),
+                        int(m["total_length"]), chain)  # fmt: skip
+            erased = _paged_get(
+                records,
+                where={"$and": [{"kind": "tomb"}, {"digest": digest}, {"tgen": head.gen}]},
+                include=["metadatas"],
             )
+            if erased["ids"]:
+                removed = sum(int(e.get("length", 0)) for e in erased["metadatas"])
+                head = Head(
+                    digest,
+                    head.gen,
+                    head.mark,
+                    max(0, head.memories - len(erased["ids"])),
+                    max(0, head.total_length - removed),
+                    head.chain,
+                )
         with self._lock:
             self._heads[digest] = (head, time.monotonic())
         return head
 
     def _write_head(self, head: Head) -> None:
-        from memento_core._storage._chroma import PLACEHOLDER_VECTOR
-
+        """Publish a generation. Only the process that wrote it does (a fold or a base): a
+        scrub never rewrites the head, so no fold's generation is ever orphaned by one."""
         self._collection().upsert(
             ids=[f"head:{head.digest}"],
             embeddings=[PLACEHOLDER_VECTOR],
             metadatas=[
                 {
                     "kind": "head",
+                    "format": FORMAT,
                     "digest": head.digest,
                     "gen": head.gen,
                     "mark": head.mark,
                     "memories": head.memories,
                     "total_length": head.total_length,
-                    "folding": head.folding,
+                    "chain": " ".join(head.chain),
                 }
             ],
         )
         with self._lock:
             self._heads[head.digest] = (head, time.monotonic())
 
+    # ------------------------------------------------------------------ tombstones
+
+    def _tombs(self, digest: str) -> dict[str, int]:
+        """The partition's tombstones: hashed memory id → when it was taken out (µs)."""
+        found = _paged_get(
+            self._collection(),
+            where={"$and": [{"kind": "tomb"}, {"digest": digest}]},
+            include=["metadatas"],
+        )
+        return {str(m["hid"]): int(m["at"]) for m in found["metadatas"]}
+
+    def _gone_since(self, digest: str, started: int) -> bool:
+        """Whether the partition's postings were dropped (its user erased) at or after
+        ``started``: a generation written from reads before then must go too."""
+        found = self._collection().get(ids=[f"gone:{digest}"], include=["metadatas"])
+        return bool(found["ids"]) and int(found["metadatas"][0]["at"]) >= started
+
+    def _settle(self, digest: str, gen: str, built: _Built, started: int) -> bool:
+        """Make a generation this process wrote agree with every tombstone: read them after
+        the write, take out what they name, write again, until a read finds none new. A scrub
+        writes its tombstone before it reads any record, so either this read sees it or that
+        scrub reads this generation as written. False: the partition was dropped meanwhile,
+        and so is the generation."""
+        for _ in range(SETTLE_ROUNDS):
+            if self._gone_since(digest, started):
+                self._delete_generation(digest, gen)
+                return False
+            tombs = self._tombs(digest)
+            new = {h: at for h, at in tombs.items() if built.seen.get(h) != at}
+            built.seen.update(tombs)
+            hit = {
+                i for i in built.members if (h := _hid(i)) in new and built.born.get(i, 0) <= new[h]
+            }
+            if not hit:
+                return True
+            self._write_terms(digest, gen, built.without(hit), rewrite=True)
+        return True
+
+    def _delete_generation(self, digest: str, gen: str) -> None:
+        records = self._collection()
+        records.delete(where={"$and": [{"kind": "term"}, {"digest": digest}, {"gen": gen}]})
+        found = records.get(ids=[f"head:{digest}"], include=["metadatas"])
+        if found["ids"] and found["metadatas"][0].get("gen") == gen:
+            records.delete(ids=[f"head:{digest}"])
+        with self._lock:
+            self._heads.pop(digest, None)
+
     # ------------------------------------------------------------------ writing
 
     def write_base(
         self, digest: str, memories: Iterable[tuple[str, Mapping[str, int]]], mark: int
     ) -> None:
-        """Write a new generation holding these memories (id, term counts), as of ``mark``:
-        the tail is what the mirror was given from then on."""
-        postings: dict[str, tuple[list[str], list[int], list[int]]] = {}
-        count = total = 0
-        for memory_id, counts in memories:
-            length = sum(counts.values())
-            count += 1
-            total += length
-            for term, tf in counts.items():
-                ids, tfs, lengths = postings.setdefault(term, ([], [], []))
-                ids.append(memory_id)
-                tfs.append(tf)
-                lengths.append(length)
-        previous = self.head(digest, fresh=True)
+        """Write a new generation holding these memories (id, term counts), as read from the
+        store after ``mark``: the tail is what the mirror was given from then on. A memory
+        taken out since the mark (a tombstone) is left out."""
+        started = mark  # what it holds was read after the mark: a drop since voids it
+        listed = list(memories)
+        tombs = self._tombs(digest)
+        built = _Built(seen=dict(tombs))
+        for memory_id, counts in listed:
+            if tombs.get(_hid(memory_id), -1) >= mark:
+                continue
+            built.add(memory_id, counts, sum(counts.values()))
+        self._publish(
+            digest,
+            built,
+            mark,
+            started,
+            previous=self.head(digest, fresh=True),
+            memories=len(built.members),
+            total=built.total_length,
+        )
+
+    def _publish(
+        self,
+        digest: str,
+        built: _Built,
+        mark: int,
+        started: int,
+        *,
+        previous: Head | None,
+        memories: int,
+        total: int,
+        chain: tuple[str, ...] = (),
+    ) -> bool:
+        """Write a generation (on ``chain``: only the terms it changes), settle it against
+        the tombstones, publish its head, settle again (a scrub may have begun between), then
+        drop generations neither it nor the head it replaces builds on (readers holding that
+        head keep it until the next)."""
         gen = f"{_now_us():x}{uuid.uuid4().hex[:6]}"
-        self._write_terms(digest, gen, postings)
-        self._write_head(Head(digest, gen, mark, count, total))
-        keep = [gen] if previous is None else [gen, previous.gen]
-        self._collection().delete(where={"$and": [{"digest": digest}, {"gen": {"$nin": keep}}]})
+        self._write_terms(digest, gen, built.postings, shadow=bool(chain))
+
+        def head() -> Head:
+            struck = built.struck
+            return Head(digest, gen, mark, max(0, memories - len(struck)),
+                        max(0, total - sum(struck.values())), chain)  # fmt: skip
+
+        if not self._settle(digest, gen, built, started):
+            return False
+        self._write_head(head())
+        if not self._settle(digest, gen, built, started):
+            return False
+        self._write_head(head())
+        keep = [gen, *chain] + ([] if previous is None else list(previous.gens))
+        records = self._collection()
+        records.delete(
+            where={"$and": [{"kind": "term"}, {"digest": digest}, {"gen": {"$nin": keep}}]}
+        )
+        # Records of an older format (terms in their ids) go with the generation they held.
+        records.delete(where={"$and": [{"digest": digest}, {"kind": {"$nin": list(KINDS)}}]})
+        return True
 
     def _write_terms(
-        self, digest: str, gen: str, postings: Mapping[str, tuple[list[str], list[int], list[int]]]
+        self,
+        digest: str,
+        gen: str,
+        postings: Mapping[str, tuple[list[str], list[int], list[int]]],
+        *,
+        rewrite: bool = False,
+        shadow: bool = False,
     ) -> None:
-        from memento_core._storage._chroma import PLACEHOLDER_VECTOR
-
+        """Write these terms' records in a generation; ``rewrite``: they had records there,
+        and parts they no longer fill are deleted. A term left with no memory keeps one empty
+        record, naming no word (its id holds a hash of it, as every record id does), so an
+        older generation's record of it is not read instead (``rewrite`` or ``shadow``)."""
         ids: list[str] = []
         metadatas: list[dict[str, Any]] = []
+        gone: list[str] = []
+        records = self._collection()
 
         def flush() -> None:
             if ids:
-                self._collection().upsert(
+                records.upsert(
                     ids=list(ids),
                     embeddings=[PLACEHOLDER_VECTOR] * len(ids),
                     metadatas=list(metadatas),
@@ -311,14 +529,35 @@ class PartitionPostings:
                 metadatas.clear()
 
         for term, (memory_ids, tfs, lengths) in postings.items():
-            parts = max(1, -(-len(memory_ids) // PART))
-            for part in range(parts):
-                window = slice(part * PART, (part + 1) * PART)
-                ids.append(f"{digest}:{gen}:{term}:{part}")
-                metadatas.append(
+            parts = -(-len(memory_ids) // PART)
+            key = _key(term)
+            if rewrite:
+                gone += [
+                    f"{digest}:{gen}:{key}:{p}" for p in range(max(parts, 1), parts + STALE_PARTS)
+                ]
+            if not memory_ids and (rewrite or shadow):
+                ids.append(f"{digest}:{gen}:{key}:0")
+                metadatas.append(  # an upsert keeps keys it is not given: None drops the word
                     {
+                        "kind": "term",
                         "digest": digest,
                         "gen": gen,
+                        "parts": 1,
+                        "term": None,
+                        "ids": "[]",
+                        "tf": "",
+                        "length": "",
+                    }
+                )
+            for part in range(parts):
+                window = slice(part * PART, (part + 1) * PART)
+                ids.append(f"{digest}:{gen}:{key}:{part}")
+                metadatas.append(
+                    {
+                        "kind": "term",
+                        "digest": digest,
+                        "gen": gen,
+                        "term": term,
                         "parts": parts,
                         "ids": json.dumps(memory_ids[window], ensure_ascii=False),
                         "tf": _pack(tfs[window]),
@@ -328,6 +567,8 @@ class PartitionPostings:
                 if len(ids) >= WRITE_PAGE:
                     flush()
         flush()
+        for start in range(0, len(gone), WRITE_PAGE * 10):
+            records.delete(ids=gone[start : start + WRITE_PAGE * 10])
 
     def noted(
         self, digest: str, memories: Sequence[tuple[str, Mapping[str, int]]], at: int
@@ -340,68 +581,106 @@ class PartitionPostings:
                 for memory_id, counts in memories:
                     tail.put(memory_id, dict(counts), sum(counts.values()), at)
 
-    def scrub(self, digest: str, held: Mapping[str, Sequence[str]]) -> None:
-        """Take memories about to be erased (id → the terms the mirror lists for it) out of
-        every generation of the partition's postings: nothing erased stays mentioned."""
+    def struck_since(self, digest: str, ids: Sequence[str], since: int) -> list[str]:
+        """Which of ``ids`` were taken out of the partition at or after ``since`` (µs)."""
+        tombs = self._tombs(digest)
+        return [i for i in ids if tombs.get(_hid(i), -1) >= since]
+
+    def gone_since(self, digest: str, since: int) -> bool:
+        return self._gone_since(digest, since)
+
+    def scrub(
+        self, digest: str, held: Mapping[str, Sequence[str]], *, struck: Sequence[str] = ()
+    ) -> None:
+        """Take memories about to be erased, or leaving the partition (id → the terms the
+        mirror lists for it), out of every generation of the partition's postings: nothing
+        erased stays mentioned. First a tombstone each (a hash of the id, never the id), which
+        every fold checks after writing its generation (``_settle``); then each record naming
+        them is rewritten without every tombstoned id, and read again until none is left, so
+        a concurrent rewrite of the same record cannot put one back. ``struck``: more ids to
+        tombstone (a mirror being built may be given them yet)."""
+        if not held and not struck:
+            return
+        terms = sorted({term for found in held.values() for term in found})
+        head = self.head(digest, fresh=True)
+        lengths: dict[str, int] = {}  # in the current generation: its statistics drop them
+        if head is not None:
+            for parts in self._term_records(digest, head.gens, terms).values():
+                for _, meta in parts:
+                    listed = json.loads(meta["ids"])
+                    sizes = _unpack(meta["length"])
+                    lengths.update({i: int(sizes[n]) for n, i in enumerate(listed) if i in held})
+        at = _now_us()
+        every = list(dict.fromkeys([*held, *struck]))
+        marks = [f"tomb:{digest}:{_hid(i)}" for i in every]
+        metadatas = [
+            {
+                "kind": "tomb",
+                "digest": digest,
+                "hid": _hid(i),
+                "at": at,
+                "tgen": head.gen if head is not None and i in lengths else "",
+                "length": lengths.get(i, 0),
+            }
+            for i in every
+        ]
+        for start in range(0, len(marks), READ_PAGE):
+            self._collection().upsert(
+                ids=marks[start : start + READ_PAGE],
+                embeddings=[PLACEHOLDER_VECTOR] * len(marks[start : start + READ_PAGE]),
+                metadatas=metadatas[start : start + READ_PAGE],
+            )
         if not held:
             return
-        by_term: dict[str, set[str]] = {}
-        for memory_id, terms in held.items():
-            for term in terms:
-                by_term.setdefault(term, set()).add(memory_id)
-        head = self.head(digest, fresh=True)
-        if head is None:
-            return
-        records = self._collection()
-        found = records.get(where={"digest": digest}, include=[])
-        gens = {i.split(":")[1] for i in found["ids"] if not i.startswith("head:")}
-        removed: dict[str, int] = {}  # id → length, from the current generation
-        for gen in gens:
-            for term, parts in self._term_records(digest, gen, list(by_term)).items():
-                for record_id, meta in parts:
-                    memory_ids = json.loads(meta["ids"])
-                    keep = [n for n, i in enumerate(memory_ids) if i not in by_term[term]]
-                    if len(keep) == len(memory_ids):
-                        continue
-                    lengths = _unpack(meta["length"])
-                    tfs = _unpack(meta["tf"])
-                    if gen == head.gen:
-                        for n, i in enumerate(memory_ids):
-                            if i in by_term[term]:
-                                removed[i] = int(lengths[n])
-                    records.update(
-                        ids=[record_id],
-                        metadatas=[
-                            {
-                                **meta,
-                                "ids": json.dumps([memory_ids[n] for n in keep]),
-                                "tf": _pack([int(tfs[n]) for n in keep]),
-                                "length": _pack([int(lengths[n]) for n in keep]),
-                            }
-                        ],
-                    )
         with self._lock:
+            self._heads.pop(digest, None)
             self._cache.clear()
             self._cached_entries = 0
             for tail in self._tails.values():
                 for memory_id in held:
                     tail.drop(memory_id)
-        if removed:
-            self._write_head(
-                Head(
-                    digest,
-                    head.gen,
-                    head.mark,
-                    max(0, head.memories - len(removed)),
-                    max(0, head.total_length - sum(removed.values())),
-                    head.folding,
-                )
+        for _ in range(SETTLE_ROUNDS):
+            if not any(self._clean(digest, gen, terms) for gen in self._generations(digest)):
+                break
+
+    def _generations(self, digest: str) -> set[str]:
+        found = _paged_get(
+            self._collection(), where={"$and": [{"kind": "term"}, {"digest": digest}]}
+        )
+        return {i.split(":")[1] for i in found["ids"]}
+
+    def _clean(self, digest: str, gen: str, terms: Sequence[str]) -> bool:
+        """Rewrite the records of ``terms`` in a generation without any tombstoned memory
+        (tombstones read after the records); returns whether any had one."""
+        found = self._term_records(digest, (gen,), terms)
+        tombs = self._tombs(digest)
+        rewrite: dict[str, tuple[list[str], list[int], list[int]]] = {}
+        for term, parts in found.items():
+            listed = [i for _, meta in parts for i in json.loads(meta["ids"])]
+            if not any(_hid(i) in tombs for i in listed):
+                continue
+            tfs = [int(v) for _, meta in parts for v in _unpack(meta["tf"])]
+            sizes = [int(v) for _, meta in parts for v in _unpack(meta["length"])]
+            keep = [n for n, i in enumerate(listed) if _hid(i) not in tombs]
+            rewrite[term] = (
+                [listed[n] for n in keep],
+                [tfs[n] for n in keep],
+                [sizes[n] for n in keep],
             )
+        if rewrite:
+            self._write_terms(digest, gen, rewrite, rewrite=True)
+        return bool(rewrite)
 
     def drop(self, digest: str) -> None:
-        """Delete the partition's postings (its user was erased)."""
-        self._collection().delete(where={"digest": digest})
-        self._collection().delete(ids=[f"head:{digest}"])
+        """Delete the partition's postings (its user was erased): first a mark that it was
+        dropped, which a fold in flight checks after writing (``_settle``), then every record."""
+        records = self._collection()
+        records.upsert(
+            ids=[f"gone:{digest}"],
+            embeddings=[PLACEHOLDER_VECTOR],
+            metadatas=[{"kind": "gone", "of": digest, "at": _now_us()}],
+        )
+        records.delete(where={"digest": digest})
         with self._lock:
             self._heads.pop(digest, None)
             self._tails.pop(digest, None)
@@ -411,21 +690,34 @@ class PartitionPostings:
     # ------------------------------------------------------------------ reading
 
     def gather(
-        self, digests: Sequence[str], terms: Sequence[str], *, held: Set[str] = frozenset()
+        self,
+        digests: Sequence[str],
+        terms: Sequence[str],
+        *,
+        held: Mapping[str, tuple[float, Sequence[str]]] | None = None,
+        followed: Set[str] = frozenset(),
     ) -> StoredPostings | None:
         """The postings of ``terms`` over these partitions, each memory listed once, and
-        those in ``held`` (which the caller scores itself) left out; None when one of them has
-        no postings (a mirror written before them, which is not searched here)."""
+        those in ``held`` (which the caller scores itself: id → its length and which of these
+        partitions list it) left out, of the postings and of the statistics alike, so each
+        memory counts once whatever else the caller holds (``followed`` ones it holds but
+        does not read here: in no statistics of these); None when one of them has no
+        postings (a mirror written before them, which is not searched here)."""
+        held = held or {}
         for _ in range(2):
             with self._lock:
                 numbering = self._ids
-            result = self._gather(digests, terms, held)
+            result = self._gather(digests, terms, held, followed)
             if result is None or result.ids is numbering:
                 return result
         return result  # numbered afresh twice over: 4 million memories in one recall
 
     def _gather(
-        self, digests: Sequence[str], terms: Sequence[str], held: Set[str]
+        self,
+        digests: Sequence[str],
+        terms: Sequence[str],
+        held: Mapping[str, tuple[float, Sequence[str]]],
+        followed: Set[str],
     ) -> StoredPostings | None:
         import numpy as np
 
@@ -444,13 +736,22 @@ class PartitionPostings:
             # A memory reworded since the mark is in the base and the tail: the mirror's
             # count is exact, the length of the version the base held is estimated.
             overlap = seen.intersection(tail.ids) if seen else set()
+            # Held memories this partition lists in its base: counted by the caller.
+            in_base = [
+                length
+                for i, (length, lists) in held.items()
+                if head.digest in lists and i not in tail.ids and i not in followed
+            ]
+            memories = max(0, head.memories - len(in_base))
             fresh = len(tail.ids) - len(overlap)
-            counted = head.memories + fresh
-            count = min(counted, self._count(head.digest)) if fresh else head.memories
-            total = head.total_length + tail.total_length
+            counted = memories + fresh
+            count = memories
+            if fresh:
+                count = min(counted, max(0, self._count(head.digest) - len(in_base) - len(overlap)))
+            total = head.total_length - sum(in_base) + tail.total_length
             total -= sum(tail.lengths.get(i, 0) for i in overlap)
             result.memories += count
-            result.total_length += total * count / counted if counted else 0.0
+            result.total_length += max(0.0, total) * count / counted if counted else 0.0
             left_out = seen | tail.ids
             for term in terms:
                 ids, codes, tfs, lengths = base[term]
@@ -527,24 +828,31 @@ class PartitionPostings:
         return count
 
     def _term_records(
-        self, digest: str, gen: str, terms: Sequence[str]
+        self, digest: str, gens: Sequence[str], terms: Sequence[str]
     ) -> dict[str, list[tuple[str, dict[str, Any]]]]:
-        """The records of these terms in a generation, parts in order (absent terms: none)."""
+        """The records of these terms, parts in order, each from the first of ``gens`` (newest
+        first) that holds it (absent terms: none)."""
         records = self._collection()
-        prefix = f"{digest}:{gen}:"
-        got = records.get(ids=[f"{prefix}{t}:0" for t in terms], include=["metadatas"])
+        keys = {_key(t): t for t in terms}
+        wanted = [f"{digest}:{g}:{k}:0" for g in gens for k in keys]
+        got = _get_ids(records, wanted)
+        first: dict[str, tuple[str, dict[str, Any]]] = {}
+        order = {g: n for n, g in enumerate(gens)}
+        for record_id, meta in zip(got["ids"], got.get("metadatas") or []):
+            _, gen, key, _ = record_id.split(":")
+            if key not in first or order[gen] < order[first[key][0]]:
+                first[key] = (gen, meta)
         found: dict[str, list[tuple[str, dict[str, Any]]]] = {t: [] for t in terms}
         more: list[str] = []
-        for record_id, meta in zip(got["ids"], got["metadatas"]):
-            term = record_id[len(prefix) : -2]
-            found[term].append((record_id, meta))
-            more += [f"{prefix}{term}:{p}" for p in range(1, int(meta["parts"]))]
+        for key, (gen, meta) in first.items():
+            found[keys[key]].append((f"{digest}:{gen}:{key}:0", meta))
+            more += [f"{digest}:{gen}:{key}:{p}" for p in range(1, int(meta["parts"]))]
         if more:
-            extra = records.get(ids=more, include=["metadatas"])
+            extra = _get_ids(records, more)
             for record_id, meta in sorted(
                 zip(extra["ids"], extra["metadatas"]), key=lambda r: int(r[0].rsplit(":", 1)[1])
             ):
-                found[record_id[len(prefix) :].rsplit(":", 1)[0]].append((record_id, meta))
+                found[keys[record_id.split(":")[2]]].append((record_id, meta))
         return found
 
     def _terms(self, head: Head, terms: Sequence[str]) -> dict[str, TermPostings] | None:
@@ -561,7 +869,7 @@ class PartitionPostings:
                     found[term] = cached
         wanted = [t for t in terms if t not in found]
         if wanted:
-            parts = self._term_records(head.digest, head.gen, wanted)
+            parts = self._term_records(head.digest, head.gens, wanted)
             if head.memories and not any(parts.values()) and not self._generation_exists(head):
                 return None
             empty = np.zeros(0, dtype=np.float32)
@@ -579,7 +887,7 @@ class PartitionPostings:
         return found
 
     def _generation_exists(self, head: Head) -> bool:
-        got = self._collection().get(where={"gen": head.gen}, limit=1, include=[])
+        got = self._collection().get(where={"gen": {"$in": list(head.gens)}}, limit=1, include=[])
         return bool(got["ids"])
 
     def _remember(self, key: tuple[str, str, str], postings: TermPostings) -> None:
@@ -606,8 +914,8 @@ class PartitionPostings:
             polled = time.monotonic()
             started = _now_us()
             try:
-                got = self._mirror(head.digest).get(
-                    where={"at": {"$gte": since}}, include=["metadatas"]
+                got = _paged_get(
+                    self._mirror(head.digest), where={"at": {"$gte": since}}, include=["metadatas"]
                 )
             except StoreUnavailable:
                 raise
@@ -668,65 +976,167 @@ class PartitionPostings:
         head = self.head(digest, fresh=True)
         if head is None:
             return 0
-        got = self._mirror(digest).get(where={"at": {"$gte": head.mark + OVERLAP_US}}, include=[])
+        try:
+            got = _paged_get(self._mirror(digest), where={"at": {"$gte": head.mark + OVERLAP_US}})
+        except StoreUnavailable:
+            raise
+        except Exception:  # chromadb's NotFoundError: the mirror was dropped
+            return 0
         return len(got["ids"])
 
     def fold(self, digest: str) -> bool:
         """Fold the partition's tail into a new generation (unless another process is at it);
-        returns whether it did."""
+        returns whether it did. The generation holds only the terms the tail touched (its
+        memories' terms, and those of the texts they replaced) and builds on the current
+        one, so a fold costs what its tail does; every ``CHAIN_AT_MOST`` folds, one rewrites
+        every term. A memory taken out of the partition (a tombstone) is left out, whenever
+        the scrub that took it out ran (``_settle``)."""
+        head = self.head(digest, fresh=True)
+        if head is None or self._claimed(digest):
+            return False
+        started = _now_us()
+        self._claim(digest, started)
+        try:
+            mirror = self._mirror(digest)
+            got = _paged_get(mirror, where={"at": {"$gte": head.mark}}, include=["metadatas"])
+            tail = {
+                i: (self._counts_in(m), int(m.get("length", 0)), int(m.get("at", 0)))
+                for i, m in zip(got["ids"], got["metadatas"])
+            }
+            if len(head.chain) + 1 >= CHAIN_AT_MOST:
+                present = set(_paged_get(mirror)["ids"])  # some left the partition
+                base = self._base(head)
+                chain: tuple[str, ...] = ()
+            else:
+                earlier = {
+                    i: str(m.get("earlier") or "").split()
+                    for i, m in zip(got["ids"], got["metadatas"])
+                }
+                touched = sorted(
+                    {t for counts, _, _ in tail.values() for t in counts}
+                    | {t for terms in earlier.values() for t in terms}
+                )
+                base = self._base(head, touched)
+                present = None
+                chain = head.gens
+            tombs = self._tombs(digest)  # read after what they may strike out
+            built = _Built(seen=dict(tombs))
+            in_base: dict[str, int] = {}
+            for term, ids, tfs, lengths in base:
+                built.postings.setdefault(term, ([], [], []))
+                for n, memory_id in enumerate(ids):
+                    if memory_id in tail:
+                        in_base[memory_id] = lengths[n]
+                        continue
+                    if (present is not None and memory_id not in present) or (
+                        _hid(memory_id) in tombs
+                    ):
+                        continue
+                    built.add(memory_id, {term: tfs[n]}, lengths[n])
+            returned = []  # back in the partition after it was taken out
+            folded: dict[str, int] = {}
+            for memory_id, (counts, length, at) in tail.items():
+                struck = tombs.get(_hid(memory_id))
+                if struck is not None and at <= struck:
+                    continue
+                if struck is not None:
+                    returned.append(memory_id)
+                built.add(memory_id, counts, length, at=at)
+                folded[memory_id] = length
+            if chain:  # what the head counted, the tail's new memories, the reworded ones
+                memories = head.memories + len(folded.keys() - in_base.keys())
+                total = head.total_length + sum(folded.values())
+                total -= sum(n for i, n in in_base.items() if i in folded)
+            else:
+                memories, total = len(built.members), built.total_length
+            current = self.head(digest, fresh=True)
+            if current is None or current.gen != head.gen:
+                return False  # dropped, or another fold published meanwhile
+            if not self._publish(
+                digest,
+                built,
+                started - OVERLAP_US,
+                started,
+                previous=head,
+                memories=memories,
+                total=total,
+                chain=chain,
+            ):
+                return False
+            if returned:
+                self._collection().delete(ids=[f"tomb:{digest}:{_hid(i)}" for i in returned])
+            return True
+        finally:
+            self._release(digest, started)
+
+    def _base(
+        self, head: Head, terms: Sequence[str] | None = None
+    ) -> list[tuple[str, list[str], list[int], list[int]]]:
+        """The postings the head holds of ``terms`` (all, without): term, ids, counts,
+        lengths, each term from the newest generation holding it."""
         import numpy as np
 
-        head = self.head(digest, fresh=True)
-        if head is None or (head.folding and _now_us() - head.folding < FOLD_CLAIM_US):
-            return False
-        claim = _now_us()
-        self._write_head(Head(digest, head.gen, head.mark, head.memories, head.total_length, claim))
-        mark = claim - OVERLAP_US
-        got = self._mirror(digest).get(where={"at": {"$gte": head.mark}}, include=["metadatas"])
-        tail = {
-            i: (self._counts_in(m), int(m.get("length", 0)))
-            for i, m in zip(got["ids"], got["metadatas"])
-        }
-        present = set(self._mirror(digest).get(include=[])["ids"])  # some left the partition
-        postings: dict[str, tuple[list[str], list[int], list[int]]] = {}
-        removed: dict[str, int] = {}
-        records = self._collection()
-        offset = 0
-        while True:
-            page = records.get(
-                where={"gen": head.gen}, include=["metadatas"], limit=WRITE_PAGE, offset=offset
+        if terms is not None:
+            found = self._term_records(head.digest, head.gens, terms)
+            metas = {t: [m for _, m in parts] for t, parts in found.items() if parts}
+        else:
+            newest: dict[str, tuple[int, dict[int, dict[str, Any]]]] = {}
+            order = {g: n for n, g in enumerate(head.gens)}
+            records = self._collection()
+            offset = 0
+            while True:
+                page = records.get(
+                    where={
+                        "$and": [
+                            {"kind": "term"},
+                            {"digest": head.digest},
+                            {"gen": {"$in": list(head.gens)}},
+                        ]
+                    },
+                    include=["metadatas"],
+                    limit=WRITE_PAGE,
+                    offset=offset,
+                )
+                if not page["ids"]:
+                    break
+                offset += len(page["ids"])
+                for record_id, meta in zip(page["ids"], page["metadatas"]):
+                    _, gen, key, part = record_id.split(":")
+                    rank = order[gen]
+                    if key not in newest or rank < newest[key][0]:
+                        newest[key] = (rank, {})
+                    if newest[key][0] == rank:
+                        newest[key][1][int(part)] = meta
+            metas = {}
+            for _, parts in newest.values():
+                ordered = [parts[p] for p in sorted(parts)]
+                if ordered and "term" in ordered[0]:
+                    metas[str(ordered[0]["term"])] = ordered
+        return [
+            (
+                term,
+                [i for m in parts for i in json.loads(m["ids"])],
+                [int(v) for m in parts for v in _unpack(m["tf"]).astype(np.int64)],
+                [int(v) for m in parts for v in _unpack(m["length"]).astype(np.int64)],
             )
-            if not page["ids"]:
-                break
-            offset += len(page["ids"])
-            for record_id, meta in zip(page["ids"], page["metadatas"]):
-                if record_id.startswith("head:"):
-                    continue
-                term = record_id[len(f"{digest}:{head.gen}:") :].rsplit(":", 1)[0]
-                ids = json.loads(meta["ids"])
-                tfs = _unpack(meta["tf"]).astype(np.int64).tolist()
-                lengths = _unpack(meta["length"]).astype(np.int64).tolist()
-                into = postings.setdefault(term, ([], [], []))
-                for n, memory_id in enumerate(ids):
-                    if memory_id in tail or memory_id not in present:
-                        removed[memory_id] = lengths[n]
-                        continue
-                    into[0].append(memory_id)
-                    into[1].append(tfs[n])
-                    into[2].append(lengths[n])
-        for memory_id, (counts, length) in tail.items():
-            for term, tf in counts.items():
-                into = postings.setdefault(term, ([], [], []))
-                into[0].append(memory_id)
-                into[1].append(tf)
-                into[2].append(length)
-        memories = head.memories - len(removed) + len(tail)
-        total = head.total_length - sum(removed.values()) + sum(n for _, n in tail.values())
-        current = self.head(digest, fresh=True)
-        if current is None or current.gen != head.gen or current.folding != claim:
-            return False  # dropped, or another fold took over
-        gen = f"{_now_us():x}{uuid.uuid4().hex[:6]}"
-        self._write_terms(digest, gen, {t: p for t, p in postings.items() if p[0]})
-        self._write_head(Head(digest, gen, mark, max(0, memories), max(0, total)))
-        records.delete(where={"$and": [{"digest": digest}, {"gen": {"$nin": [gen, head.gen]}}]})
-        return True
+            for term, parts in metas.items()
+        ]
+
+    def _claimed(self, digest: str) -> bool:
+        """Whether another fold of the partition is under way (claimed, and not too long ago).
+        A claim only saves work: two folds at once would each publish a correct generation."""
+        found = self._collection().get(ids=[f"claim:{digest}"], include=["metadatas"])
+        return bool(found["ids"]) and _now_us() - int(found["metadatas"][0]["at"]) < FOLD_CLAIM_US
+
+    def _claim(self, digest: str, at: int) -> None:
+        self._collection().upsert(
+            ids=[f"claim:{digest}"],
+            embeddings=[PLACEHOLDER_VECTOR],
+            metadatas=[{"kind": "claim", "digest": digest, "at": at}],
+        )
+
+    def _release(self, digest: str, at: int) -> None:
+        records = self._collection()
+        found = records.get(ids=[f"claim:{digest}"], include=["metadatas"])
+        if found["ids"] and int(found["metadatas"][0]["at"]) == at:
+            records.delete(ids=[f"claim:{digest}"])

@@ -295,6 +295,34 @@ class Repository:
             )
         self._keep(items, generation)
 
+    def nearest_in(
+        self, where: Where, privacies: frozenset[str], vector: Any, limit: int
+    ) -> list[tuple[str, float, Any]]:
+        """The ``limit`` memories nearest ``vector`` among those ``where`` selects (one
+        partition), with one of ``privacies``: (id, cosine, vector). A filtered query costs
+        time with the whole collection (75-115 ms at 100k), not the partition: what a recall
+        does for a large partition not mirrored yet, instead of loading it."""
+        import numpy as np
+
+        found = self._items.query(
+            query_embeddings=[list(map(float, vector))],
+            n_results=limit,
+            where=dict(where),
+            include=["metadatas", "embeddings"],
+        )
+        query = np.asarray(vector, dtype=np.float32).ravel()
+        query = query / (float(np.linalg.norm(query)) or 1.0)
+        hits = []
+        for memory_id, meta, row in zip(
+            found["ids"][0], found["metadatas"][0], found["embeddings"][0]
+        ):
+            if meta.get("privacy") not in privacies:
+                continue
+            unit = np.asarray(row, dtype=np.float32).ravel()
+            unit = unit / (float(np.linalg.norm(unit)) or 1.0)
+            hits.append((memory_id, float(unit @ query), row))
+        return hits
+
     def vectors_by_hash(self, hashes: Sequence[str]) -> dict[str, Any]:
         """Stored vectors of texts with these hashes (identical text stored in another scope)."""
         if not hashes:
@@ -421,9 +449,10 @@ class Repository:
         record caches, and their indexes drop the ids when a recall finds them gone)."""
         if not ids:
             return None
-        self.mirrors.delete(ids)  # first: an erased memory's vector stays in no mirror
+        done = self.mirrors.delete(ids)  # first: an erased memory's vector stays in no mirror
         for start in range(0, len(ids), PAGE):
             self._items.delete(ids=list(ids[start : start + PAGE]))
+        self.mirrors.delete(ids, besides=done)  # listed meanwhile: its build may hold them
         self.forget_cached(ids)
         self.directory.scrub(ids)
         self._scrub_changes(ids)
