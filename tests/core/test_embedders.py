@@ -3,7 +3,9 @@ same all-MiniLM-L6-v2 weights, and stores built with one opened with the other."
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pytest
@@ -19,6 +21,9 @@ from memento_core import (
     SentenceTransformerEmbedder,
     embedder_for,
 )
+
+if TYPE_CHECKING:
+    from memento_core.embedding import Vectors
 
 ANN = Scope(user_id="ann")
 LONG = "the lighthouse keeper counted the ships " * 60  # well past the 256-token cut
@@ -174,10 +179,10 @@ class _Asymmetric:
     def dimension(self) -> int:
         return self.inner.dimension
 
-    def embed_documents(self, texts: list[str]) -> np.ndarray:  # type: ignore[type-arg]
+    def embed_documents(self, texts: Sequence[str]) -> Vectors:
         return self.inner.embed_documents([f"passage: {t}" for t in texts])
 
-    def embed_query(self, text: str) -> np.ndarray:  # type: ignore[type-arg]
+    def embed_query(self, text: str) -> Vectors:
         self.queries.append(text)
         return self.inner.embed_query(f"query: {text}")
 

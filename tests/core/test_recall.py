@@ -660,3 +660,38 @@ def test_recalls_in_threads_beside_updates_of_the_same_memories_never_fail(mem: 
         writer.join()
         sys.setswitchinterval(interval)
     assert errors == []
+
+
+# ---------------------------------------------------------------------------- calibration
+
+PET_FACT = "Our puppy Bean is a seven-year-old Maltese who sleeps on the sofa."
+WORD_ONLY = [
+    "Tell the plumber the kitchen sink still leaks.",
+    "The quarterly budget spreadsheet is due on Friday.",
+    "I renewed the car insurance for another year.",
+    "The printer on the third floor is out of toner.",
+]
+
+
+def test_calibrated_relevance_lets_a_clear_meaning_beat_a_lone_common_word(
+    mem: Memento,
+) -> None:
+    """A memory that shares only a common word with the question ("tell") wins today, its
+    keyword half counting 1 as the best match; calibrated, that word is a small share of what
+    the question asks and the memory the question means comes first."""
+    texts = [PET_FACT, *WORD_ONLY]
+    stored = mem.remember_many([MemoryDraft(content=t, scope=ANN) for t in texts])
+    question = "Tell me about her dog"
+    today = mem.recall(question, scope=ANN, limit=1)
+    calibrated = mem.recall(question, scope=ANN, limit=1, weights={"calibrate": 1.0})
+    assert ids(today) == [stored[1]]
+    assert ids(calibrated) == [stored[0]]
+    assert calibrated[0].reason.keyword == 0.0 and calibrated[0].reason.dense == 1.0
+
+
+def test_calibrate_out_of_range_is_refused_and_nothing_changes(mem: Memento) -> None:
+    memory_id = mem.remember(PET_FACT, scope=ANN)
+    for bad in (1.5, -0.1, "full", True):
+        with pytest.raises(InvalidInput, match=r"^calibrate must be from 0 to 1"):
+            mem.recall("dog", scope=ANN, weights={"calibrate": bad})
+    assert ids(mem.recall("dog", scope=ANN)) == [memory_id]

@@ -48,6 +48,15 @@ class RankingWeights:
     """Share of relevance from embedding similarity; the rest comes from BM25. The keyword half
     is divided by the best candidate's score (the top keyword hit counts 1) while sentence
     embeddings' cosines rarely pass 0.7, so the dense half gets the larger share."""
+    calibrate: float = 0.0
+    """How far relevance is calibrated to the query (0 = not at all, 1 = fully): the dense half
+    as the candidate's place between the candidates' mean cosine and the best one (so an
+    embedder whose cosines sit in a narrow band, as multilingual-e5's 0.81–0.86, ranks by its
+    own order, not by a keyword match worth more than its whole spread); the keyword half as
+    the share of the query's idf mass the memory matches (a lone common word or verb ending
+    matches little of a question, however well it beats the other candidates); and context
+    times the memory's own relevance (a neighbour's relevance lends little to an unrelated
+    memory). Blended linearly with the uncalibrated halves; 0 is the ranking of before."""
     duplicate_threshold: float = 0.9
     """Cosine similarity above which a result counts as a near-duplicate of a higher one."""
     usage_saturation: int = 50
@@ -70,7 +79,7 @@ class RankingWeights:
             number = finite_number(value)
             if number is None or number < 0:
                 raise InvalidInput(f"ranking weight {name} must be a number ≥ 0, got {value!r}")
-        for name in ("dense_share", "duplicate_threshold"):
+        for name in ("dense_share", "duplicate_threshold", "calibrate"):
             value = getattr(self, name)
             if (
                 isinstance(value, bool)
@@ -170,6 +179,7 @@ def rank(
     weights: RankingWeights,
     min_relevance: float = 0.0,
     as_of: datetime | None = None,
+    keyword_mass: float = 0.0,
 ) -> list[Recalled]:
     """Score every candidate, then pick the top ``limit`` greedily with the duplication penalty.
     A superseded or no longer valid memory loses ``weights.superseded``, unless recall is
@@ -182,18 +192,20 @@ def rank(
 
     if not candidates or limit <= 0:
         return []
-    best_keyword = max(c.keyword for c in candidates) or 1.0
+    denses, keywords = _halves(candidates, keyword_mass, weights.calibrate)
     relevances = [
-        weights.dense_share * min(1.0, max(0.0, c.dense))
-        + (1 - weights.dense_share) * c.keyword / best_keyword
-        for c in candidates
+        weights.dense_share * dense + (1 - weights.dense_share) * keyword
+        for dense, keyword in zip(denses, keywords)
     ]
     contexts = _contexts(candidates, relevances)
+    if weights.calibrate:
+        gate = weights.calibrate
+        contexts = [c * (1 - gate + gate * r) for c, r in zip(contexts, relevances)]
     base: list[tuple[float, Reason]] = []
     kept: list[Candidate] = []
-    for c, relevance, context in zip(candidates, relevances, contexts):
-        dense = min(1.0, max(0.0, c.dense))
-        keyword = c.keyword / best_keyword
+    for c, relevance, context, dense, keyword in zip(
+        candidates, relevances, contexts, denses, keywords
+    ):
         reason = Reason(
             relevance=relevance,
             dense=dense,
@@ -254,6 +266,33 @@ def rank(
         reason = dataclasses.replace(base[best_index][1], duplication=best_dup)
         results.append(Recalled(candidates[best_index].item, best_score, reason))
     return results
+
+
+def _halves(
+    candidates: Sequence[Candidate], keyword_mass: float, calibrate: float
+) -> tuple[list[float], list[float]]:
+    """Each candidate's dense and keyword halves of relevance, in 0..1.
+
+    Uncalibrated: the cosine, and the BM25 score over the best candidate's. Calibrated (see
+    ``RankingWeights.calibrate``): the cosine's place from the candidates' mean (0) to the
+    best (1), and the BM25 score over ``keyword_mass``, the score of a memory holding every
+    query term once."""
+    cosines = [min(1.0, max(0.0, c.dense)) for c in candidates]
+    best_keyword = max(c.keyword for c in candidates) or 1.0
+    keywords = [c.keyword / best_keyword for c in candidates]
+    if not calibrate:
+        return cosines, keywords
+    mean = sum(cosines) / len(cosines)
+    spread = max(cosines) - mean
+    placed = [1.0 if spread <= 1e-9 else min(1.0, max(0.0, (x - mean) / spread)) for x in cosines]
+    shares = (
+        [min(1.0, c.keyword / keyword_mass) for c in candidates] if keyword_mass > 0 else keywords
+    )
+    keep = 1 - calibrate
+    return (
+        [keep * x + calibrate * p for x, p in zip(cosines, placed)],
+        [keep * k + calibrate * q for k, q in zip(keywords, shares)],
+    )
 
 
 def _outdated(item: MemoryItem, now: datetime) -> bool:

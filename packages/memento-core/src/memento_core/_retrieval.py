@@ -77,7 +77,7 @@ def recall(
     depth = max(engine.candidates, limit * 3)
     query_vector = engine.embedder.embed_query(query)
     with engine.usage.recalling():  # no usage write competes with recall's reads
-        found, stored = candidates(
+        found, stored, mass = candidates(
             engine,
             query,
             query_vector,
@@ -90,6 +90,7 @@ def recall(
         )
     results = rank(
         found,
+        keyword_mass=mass,
         limit=limit,
         now=moment,
         weights=chosen,
@@ -124,7 +125,7 @@ def candidates(
     *,
     as_of: datetime | None = None,
     known_at: datetime | None = None,
-) -> tuple[list[Candidate], dict[str, MemoryItem]]:
+) -> tuple[list[Candidate], dict[str, MemoryItem], float]:
     """Up to ``depth`` nearest and ``depth`` best keyword candidates ``viewer`` may see that
     ``recall_filter`` admits, scored for relevance; and every memory read, as stored with the
     noted uses folded in. With ``as_of``, only memories valid then; with ``known_at``, the
@@ -247,4 +248,5 @@ def candidates(
             candidate.keyword = keyword.get(memory_id, 0.0)
     for memory_id in reworded:  # the index's keyword score is for the text of now
         scored[memory_id].keyword = 0.0
-    return list(scored.values()), admitted
+    mass = index.query_mass(query, elsewhere=elsewhere, **visible_to)
+    return list(scored.values()), admitted, mass
