@@ -681,7 +681,7 @@ def test_calibrated_relevance_lets_a_clear_meaning_beat_a_lone_common_word(
     the question asks and the memory the question means comes first."""
     texts = [PET_FACT, *WORD_ONLY]
     stored = mem.remember_many([MemoryDraft(content=t, scope=ANN) for t in texts])
-    question = "Tell me about her dog"
+    question = "Tell me about her dog and its breed"
     today = mem.recall(question, scope=ANN, limit=1)
     calibrated = mem.recall(question, scope=ANN, limit=1, weights={"calibrate": 1.0})
     assert ids(today) == [stored[1]]

@@ -49,14 +49,15 @@ class RankingWeights:
     is divided by the best candidate's score (the top keyword hit counts 1) while sentence
     embeddings' cosines rarely pass 0.7, so the dense half gets the larger share."""
     calibrate: float = 0.0
-    """How far relevance is calibrated to the query (0 = not at all, 1 = fully): the dense half
-    as the candidate's place between the candidates' mean cosine and the best one (so an
-    embedder whose cosines sit in a narrow band, as multilingual-e5's 0.81–0.86, ranks by its
-    own order, not by a keyword match worth more than its whole spread); the keyword half as
-    the share of the query's idf mass the memory matches (a lone common word or verb ending
-    matches little of a question, however well it beats the other candidates); and context
-    times the memory's own relevance (a neighbour's relevance lends little to an unrelated
-    memory). Blended linearly with the uncalibrated halves; 0 is the ranking of before."""
+    """How far relevance is calibrated to the query when the query's words are weak evidence
+    (0 = never: today's ranking exactly; 1 = fully). When the best keyword match covers less
+    than half of the query's idf mass (fully below a quarter, see ``LEXICAL_EVIDENCE``), the
+    dense half becomes the candidate's place between the candidates' mean cosine and the best
+    one (an embedder whose cosines sit in a narrow band, as multilingual-e5's 0.81–0.86, then
+    ranks by its own order, not by a keyword match worth more than its whole spread); the
+    keyword half becomes the share of the query's idf mass the memory matches (a lone common
+    word or verb ending matches little of a question, however well it beats the others); and
+    a neighbour lends context only what it is more relevant than the memory itself."""
     duplicate_threshold: float = 0.9
     """Cosine similarity above which a result counts as a near-duplicate of a higher one."""
     usage_saturation: int = 50
@@ -192,15 +193,19 @@ def rank(
 
     if not candidates or limit <= 0:
         return []
-    denses, keywords = _halves(candidates, keyword_mass, weights.calibrate)
+    calibrate = weights.calibrate * _weak_lexical_evidence(candidates, keyword_mass)
+    denses, keywords = _halves(candidates, keyword_mass, calibrate)
     relevances = [
         weights.dense_share * dense + (1 - weights.dense_share) * keyword
         for dense, keyword in zip(denses, keywords)
     ]
     contexts = _contexts(candidates, relevances)
-    if weights.calibrate:
-        gate = weights.calibrate
-        contexts = [c * (1 - gate + gate * r) for c, r in zip(contexts, relevances)]
+    if calibrate:
+        # A neighbour lends context only what it is more relevant than the memory itself: a
+        # memory is lifted toward a relevant neighbour, never past it, and a near-tie gains none.
+        contexts = [
+            (1 - calibrate) * c + calibrate * max(0.0, c - r) for c, r in zip(contexts, relevances)
+        ]
     base: list[tuple[float, Reason]] = []
     kept: list[Candidate] = []
     for c, relevance, context, dense, keyword in zip(
@@ -266,6 +271,23 @@ def rank(
         reason = dataclasses.replace(base[best_index][1], duplication=best_dup)
         results.append(Recalled(candidates[best_index].item, best_score, reason))
     return results
+
+
+LEXICAL_EVIDENCE = (0.25, 0.5)
+"""Shares of the query's idf mass that the best keyword match covers, below which the query is
+calibrated fully and above which not at all (linear between): below a quarter the words shared
+are incidental (an ending, a common word) and the embedding's own order should decide; from half
+on they are evidence and the keyword half keeps today's scale."""
+
+
+def _weak_lexical_evidence(candidates: Sequence[Candidate], keyword_mass: float) -> float:
+    """1 when no candidate matches much of the query's words, 0 when one matches most (see
+    ``LEXICAL_EVIDENCE``)."""
+    if keyword_mass <= 0:
+        return 1.0
+    covered = max(c.keyword for c in candidates) / keyword_mass
+    low, high = LEXICAL_EVIDENCE
+    return min(1.0, max(0.0, (high - covered) / (high - low)))
 
 
 def _halves(
