@@ -147,11 +147,13 @@ def candidates(
         if stored is None:  # dropped meanwhile (its user erased): nothing of it is found
             stored = engine.store.mirrors.keyword_postings((), terms, held=held)
     if stored is not None:
-        keyword_hits = index.search(query, limit=depth, stored=stored, **visible_to)
         elsewhere = Elsewhere(stored.memories, stored.frequency, stored.total_length)
-    else:
-        keyword_hits = index.search(query, limit=depth, **visible_to)
-    keyword_scores = dict(keyword_hits)
+
+    def keyword_search(limit: int) -> list[tuple[str, float]]:
+        return index.search(query, limit=limit, stored=stored, **visible_to)
+
+    keyword_fetch = depth
+    keyword_hits = keyword_search(keyword_fetch)
     # The nearest memories the viewer may see, read from the store by id; visibility and
     # the filter are decided on the records read (``is_visible``, ``admits``). A ``where``
     # on this read would cost 50 ms at 100k memories: Chroma evaluates it over the whole
@@ -203,6 +205,18 @@ def candidates(
         fetch *= 4
         nearest = nearest_of(fetch)
         read([i for i, _ in nearest])
+    # Likewise the keyword matches: when the filter (a LangGraph namespace's tag, a type)
+    # leaves fewer than ``depth`` of them, look further down rather than rank on what is left
+    # of a cut taken over memories the filter refuses.
+    while len(keyword_hits) == keyword_fetch and (
+        sum(1 for i, _ in keyword_hits if i in admitted) < depth
+    ):
+        keyword_fetch *= 4
+        keyword_hits = keyword_search(keyword_fetch)
+        read([i for i, _ in keyword_hits])
+    keyword_cut = len(keyword_hits) == keyword_fetch  # more memories match than were taken
+    keyword_hits = [(i, score) for i, score in keyword_hits if i in admitted][:depth]
+    keyword_scores = dict(keyword_hits)
     similarity = dict(dense)
     unseen = [i for i in keyword_scores if i in admitted and index.vector(i) is None]
     unseen = [i for i in unseen if i not in far_vectors]
@@ -232,7 +246,7 @@ def candidates(
             scored[memory_id] = Candidate(admitted[memory_id], float(unit @ query_unit), 0.0, unit)
     for memory_id, candidate in scored.items():
         candidate.keyword = keyword_scores.get(memory_id, 0.0)
-    if len(keyword_hits) == depth:
+    if keyword_cut or len(keyword_hits) == depth:
         # Vector candidates below the keyword cut-off still deserve their keyword score.
         for memory_id, score in index.scores_for(
             query, [i for i in scored if i not in keyword_scores], **visible_to
