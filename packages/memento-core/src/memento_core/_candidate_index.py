@@ -588,6 +588,37 @@ class CandidateIndex:
             math.log(1.0 + (count - frequency[t] + 0.5) / (frequency[t] + 0.5)) for t in terms
         )
 
+    def rare_terms(
+        self,
+        terms: Iterable[str],
+        *,
+        elsewhere: Elsewhere | None = None,
+        viewer_user: str | None = None,
+        viewer_project: str | None = None,
+    ) -> dict[str, float]:
+        """Those of ``terms`` (tokens) rare among the memories the viewer may see, with their
+        idf: at least half the idf of a term only one memory holds (at 600 memories, one held
+        by fewer than about 30) — names, places, things rather than everyday words."""
+        wanted = list(dict.fromkeys(terms))
+        if not wanted:
+            return {}
+        with self._lock:
+            visible = self._visible_mask(viewer_user, viewer_project) if self._ids else None
+            count, _, frequency = self._statistics(wanted, visible)
+        if elsewhere is not None:
+            count += elsewhere.memories
+            frequency = {t: df + elsewhere.frequency.get(t, 0) for t, df in frequency.items()}
+        if count < 2:
+            return {}
+        ceiling = math.log(1.0 + (count - 0.5) / 1.5)
+        rare = {}
+        for term in wanted:
+            df = frequency[term]
+            idf = math.log(1.0 + (count - df + 0.5) / (df + 0.5))
+            if df and idf >= ceiling / 2:
+                rare[term] = idf
+        return rare
+
     def scores_of_texts(
         self,
         query: str,

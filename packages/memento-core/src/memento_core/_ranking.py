@@ -58,6 +58,13 @@ class RankingWeights:
     keyword half becomes the share of the query's idf mass the memory matches (a lone common
     word or verb ending matches little of a question, however well it beats the others); and
     a neighbour lends context only what it is more relevant than the memory itself."""
+    expansion: float = 0.0
+    """Weight of what a memory shares with the first hits (spreading activation): the rare
+    terms — names, places, things — of the question's best matches that are not the question's
+    own, summed by idf, so the other pieces of a story the question needs (another session
+    about the same trip, the same person's other plans) come up beside its best match. Derived
+    at recall from the candidate index (what the viewer may see, nothing stored); shown in
+    ``reason`` as "via: …". 0 is today's ranking exactly."""
     duplicate_threshold: float = 0.9
     """Cosine similarity above which a result counts as a near-duplicate of a higher one."""
     usage_saturation: int = 50
@@ -75,6 +82,7 @@ class RankingWeights:
             "context",
             "duplication",
             "superseded",
+            "expansion",
         ):
             value = getattr(self, name)
             number = finite_number(value)
@@ -116,6 +124,10 @@ class Reason:
     notes: tuple[str, ...] = ()
     context: float = 0.0
     """The relevance of the memory's most relevant timeline neighbour among the candidates."""
+    expansion: float = 0.0
+    """How much the memory shares with the first hits: rare terms, by idf (0..1)."""
+    via: tuple[str, ...] = ()
+    """The words it shares with the first hits (stems, as indexed)."""
 
     def __str__(self) -> str:
         w = self.weights
@@ -128,6 +140,9 @@ class Reason:
         ]
         if self.context:
             parts.append(f"context {w.context:g}×{self.context:.3f}")
+        if self.expansion and w.expansion:
+            via = f" (via: {', '.join(self.via)})" if self.via else ""
+            parts.append(f"expansion {w.expansion:g}×{self.expansion:.3f}{via}")
         if self.duplication:
             parts.append(f"duplication −{w.duplication:g}×{self.duplication:.3f}")
         if self.matched_terms:
@@ -151,6 +166,10 @@ class Candidate:
     dense: float
     keyword: float
     vector: Any
+    association: float = 0.0
+    """How much the memory shares with the first hits (``expansion``), 0..1."""
+    via: tuple[str, ...] = ()
+    """The rare terms it shares with them."""
 
 
 def recency(item: MemoryItem, now: datetime, weights: RankingWeights) -> float:
@@ -223,6 +242,8 @@ def rank(
             weights=weights,
             notes=() if as_of else _notes(c.item, now),
             context=context,
+            expansion=c.association,
+            via=c.via,
         )
         if relevance < min_relevance:
             continue
@@ -232,6 +253,7 @@ def rank(
             + weights.importance * reason.importance
             + weights.usage * reason.usage
             + weights.context * context
+            + weights.expansion * c.association
             - (weights.superseded if not as_of and _outdated(c.item, now) else 0.0)
         )
         base.append((score, reason))

@@ -77,7 +77,7 @@ def recall(
     depth = max(engine.candidates, limit * 3)
     query_vector = engine.embedder.embed_query(query)
     with engine.usage.recalling():  # no usage write competes with recall's reads
-        found, stored, mass = candidates(
+        found, stored, mass, elsewhere = candidates(
             engine,
             query,
             query_vector,
@@ -88,6 +88,8 @@ def recall(
             as_of=valid_at,
             known_at=stored_by,
         )
+    if chosen.expansion and found:
+        _associate(engine, query, found, chosen, moment, valid_at, mass, elsewhere, viewer)
     results = rank(
         found,
         keyword_mass=mass,
@@ -114,6 +116,63 @@ def recall(
     return results
 
 
+EXPANSION_SEEDS = 3
+"""The first hits whose rare terms ``expansion`` spreads from."""
+
+
+def _associate(
+    engine: Engine,
+    query: str,
+    found: list[Candidate],
+    weights: RankingWeights,
+    moment: datetime,
+    as_of: datetime | None,
+    mass: float,
+    elsewhere: Elsewhere | None,
+    viewer: Scope,
+) -> None:
+    """Set each candidate's ``association`` with the first hits (spreading activation): the
+    summed idf of the rare terms it shares with them, those not in the question, over the
+    best candidate's. Only candidates take part — memories the viewer may see and the filter
+    admits — so nothing else is reached, and the terms named come from memories the viewer
+    may see. The first hits themselves count fully: they keep their places."""
+    seeds = rank(
+        found,
+        limit=EXPANSION_SEEDS,
+        now=moment,
+        weights=weights,
+        as_of=as_of,
+        keyword_mass=mass,
+    )
+    if not seeds:
+        return
+    first = {r.item.id for r in seeds}
+    asked = set(tokenize(query))
+    spread = {t for r in seeds for t in tokenize(r.item.content)} - asked
+    rare = engine.index.rare_terms(
+        spread,
+        elsewhere=elsewhere,
+        viewer_user=viewer.user_id,
+        viewer_project=viewer.project_id,
+    )
+    if not rare:
+        return
+    shared: dict[str, tuple[str, ...]] = {}
+    for candidate in found:
+        if candidate.item.id not in first:
+            terms = dict.fromkeys(t for t in tokenize(candidate.item.content) if t in rare)
+            if terms:
+                shared[candidate.item.id] = tuple(sorted(terms, key=lambda t: -rare[t]))
+    strength = {i: sum(rare[t] for t in terms) for i, terms in shared.items()}
+    strongest = max(strength.values(), default=0.0) or 1.0
+    for candidate in found:
+        if candidate.item.id in first:
+            candidate.association = 1.0
+        elif candidate.item.id in shared:
+            candidate.association = strength[candidate.item.id] / strongest
+            candidate.via = shared[candidate.item.id][:3]
+
+
 def candidates(
     engine: Engine,
     query: str,
@@ -125,7 +184,7 @@ def candidates(
     *,
     as_of: datetime | None = None,
     known_at: datetime | None = None,
-) -> tuple[list[Candidate], dict[str, MemoryItem], float]:
+) -> tuple[list[Candidate], dict[str, MemoryItem], float, Elsewhere | None]:
     """Up to ``depth`` nearest and ``depth`` best keyword candidates ``viewer`` may see that
     ``recall_filter`` admits, scored for relevance; and every memory read, as stored with the
     noted uses folded in. With ``as_of``, only memories valid then; with ``known_at``, the
@@ -263,4 +322,4 @@ def candidates(
     for memory_id in reworded:  # the index's keyword score is for the text of now
         scored[memory_id].keyword = 0.0
     mass = index.query_mass(query, elsewhere=elsewhere, **visible_to)
-    return list(scored.values()), admitted, mass
+    return list(scored.values()), admitted, mass, elsewhere
