@@ -28,7 +28,14 @@ if TYPE_CHECKING:
 ANN = Scope(user_id="ann", agent_id="planner", project_id="apollo", session_id="s1")
 BEN = Scope(user_id="ben", agent_id="coder", project_id="apollo", session_id="s9")
 CAT = Scope(user_id="cat", project_id="gemini")
-ONLY = {"relevance": 0.0, "recency": 0.0, "importance": 0.0, "usage": 0.0, "context": 0.0}
+ONLY = {
+    "relevance": 0.0,
+    "recency": 0.0,
+    "importance": 0.0,
+    "usage": 0.0,
+    "context": 0.0,
+    "expansion": 0.0,
+}
 
 
 def only(component: str) -> dict[str, float]:
@@ -140,7 +147,7 @@ def test_reason_shows_components_and_matched_terms(mem: Memento) -> None:
     reason = hit.reason
     assert reason.matched_terms == ("coffee",)
     assert 0.0 < reason.dense <= 1.0
-    assert reason.keyword == 1.0
+    assert 0.0 < reason.keyword <= 1.0
     assert 0.0 < reason.relevance <= 1.0
     assert 0.9 < reason.recency <= 1.0, "just remembered"
     assert reason.importance == 0.9
@@ -152,6 +159,7 @@ def test_reason_shows_components_and_matched_terms(mem: Memento) -> None:
         + w.recency * reason.recency
         + w.importance * reason.importance
         + w.usage * reason.usage
+        + w.expansion * reason.expansion
     )
     assert hit.score == pytest.approx(expected)
     text = str(reason)
@@ -176,7 +184,9 @@ def test_per_call_weights_change_the_order(mem: Memento) -> None:
     assert by_importance[0].score == pytest.approx(1.0)
     assert by_importance[1].score == pytest.approx(0.5)
 
-    as_object = RankingWeights(relevance=0, recency=0, importance=1, usage=0, context=0)
+    as_object = RankingWeights(
+        relevance=0, recency=0, importance=1, usage=0, context=0, expansion=0
+    )
     assert ids(mem.recall("team lunch Thursday", scope=ANN, limit=2, weights=as_object)) == [
         vital,
         plain,
@@ -676,14 +686,14 @@ WORD_ONLY = [
 def test_calibrated_relevance_lets_a_clear_meaning_beat_a_lone_common_word(
     mem: Memento,
 ) -> None:
-    """A memory that shares only a common word with the question ("tell") wins today, its
-    keyword half counting 1 as the best match; calibrated, that word is a small share of what
-    the question asks and the memory the question means comes first."""
+    """A memory that shares only a common word with the question ("tell") wins uncalibrated,
+    its keyword half counting 1 as the best match; calibrated (the default), that word is a
+    small share of what the question asks and the memory the question means comes first."""
     texts = [PET_FACT, *WORD_ONLY]
     stored = mem.remember_many([MemoryDraft(content=t, scope=ANN) for t in texts])
     question = "Tell me about her dog and its breed"
-    today = mem.recall(question, scope=ANN, limit=1)
-    calibrated = mem.recall(question, scope=ANN, limit=1, weights={"calibrate": 1.0})
+    today = mem.recall(question, scope=ANN, limit=1, weights={"calibrate": 0.0})
+    calibrated = mem.recall(question, scope=ANN, limit=1)
     assert ids(today) == [stored[1]]
     assert ids(calibrated) == [stored[0]]
     assert calibrated[0].reason.keyword == 0.0 and calibrated[0].reason.dense == 1.0

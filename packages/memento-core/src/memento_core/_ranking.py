@@ -48,7 +48,7 @@ class RankingWeights:
     """Share of relevance from embedding similarity; the rest comes from BM25. The keyword half
     is divided by the best candidate's score (the top keyword hit counts 1) while sentence
     embeddings' cosines rarely pass 0.7, so the dense half gets the larger share."""
-    calibrate: float = 0.0
+    calibrate: float = 1.0
     """How far relevance is calibrated to the query when the query's words are weak evidence
     (0 = never: today's ranking exactly; 1 = fully). When the best keyword match covers less
     than half of the query's idf mass (fully below a quarter, see ``LEXICAL_EVIDENCE``), the
@@ -58,7 +58,7 @@ class RankingWeights:
     keyword half becomes the share of the query's idf mass the memory matches (a lone common
     word or verb ending matches little of a question, however well it beats the others); and
     a neighbour lends context only what it is more relevant than the memory itself."""
-    expansion: float = 0.0
+    expansion: float = 0.1
     """Weight of what a memory shares with the first hits (spreading activation): the rare
     terms — names, places, things — of the question's best matches that are not the question's
     own, summed by idf, so the other pieces of a story the question needs (another session
