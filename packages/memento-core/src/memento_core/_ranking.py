@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -200,6 +200,7 @@ def rank(
     min_relevance: float = 0.0,
     as_of: datetime | None = None,
     keyword_mass: float = 0.0,
+    associate: Callable[[Sequence[Candidate], Sequence[Candidate]], None] | None = None,
 ) -> list[Recalled]:
     """Score every candidate, then pick the top ``limit`` greedily with the duplication penalty.
     A superseded or no longer valid memory loses ``weights.superseded``, unless recall is
@@ -242,8 +243,6 @@ def rank(
             weights=weights,
             notes=() if as_of else _notes(c.item, now),
             context=context,
-            expansion=c.association,
-            via=c.via,
         )
         if relevance < min_relevance:
             continue
@@ -253,7 +252,6 @@ def rank(
             + weights.importance * reason.importance
             + weights.usage * reason.usage
             + weights.context * context
-            + weights.expansion * c.association
             - (weights.superseded if not as_of and _outdated(c.item, now) else 0.0)
         )
         base.append((score, reason))
@@ -261,6 +259,18 @@ def rank(
     candidates = kept
     if not candidates:
         return []
+    if associate is not None and weights.expansion:
+        # Spreading from the first hits (see ``RankingWeights.expansion``): they are the best
+        # by the score so far; every candidate then gains by what it shares with them.
+        order = sorted(range(len(candidates)), key=lambda i: (-base[i][0], candidates[i].item.id))
+        associate([candidates[i] for i in order[:EXPANSION_SEEDS]], candidates)
+        for n, c in enumerate(candidates):
+            if c.association:
+                score, reason = base[n]
+                base[n] = (
+                    score + weights.expansion * c.association,
+                    dataclasses.replace(reason, expansion=c.association, via=c.via),
+                )
     if not as_of:
         _below_superseders(candidates, base)
 
@@ -294,6 +304,9 @@ def rank(
         results.append(Recalled(candidates[best_index].item, best_score, reason))
     return results
 
+
+EXPANSION_SEEDS = 3
+"""The first hits whose rare terms ``expansion`` spreads from."""
 
 LEXICAL_EVIDENCE = (0.25, 0.5)
 """Shares of the query's idf mass that the best keyword match covers, below which the query is

@@ -15,7 +15,7 @@ Chroma's own filtered vector query evaluates the ``where`` over the whole collec
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -88,11 +88,10 @@ def recall(
             as_of=valid_at,
             known_at=stored_by,
         )
-    if chosen.expansion and found:
-        _associate(engine, query, found, chosen, moment, valid_at, mass, elsewhere, viewer)
     results = rank(
         found,
         keyword_mass=mass,
+        associate=_associate(engine, query, viewer, elsewhere) if chosen.expansion else None,
         limit=limit,
         now=moment,
         weights=chosen,
@@ -116,61 +115,42 @@ def recall(
     return results
 
 
-EXPANSION_SEEDS = 3
-"""The first hits whose rare terms ``expansion`` spreads from."""
-
-
 def _associate(
-    engine: Engine,
-    query: str,
-    found: list[Candidate],
-    weights: RankingWeights,
-    moment: datetime,
-    as_of: datetime | None,
-    mass: float,
-    elsewhere: Elsewhere | None,
-    viewer: Scope,
-) -> None:
-    """Set each candidate's ``association`` with the first hits (spreading activation): the
-    summed idf of the rare terms it shares with them, those not in the question, over the
+    engine: Engine, query: str, viewer: Scope, elsewhere: Elsewhere | None
+) -> Callable[[Sequence[Candidate], Sequence[Candidate]], None]:
+    """What sets each candidate's ``association`` with the first hits (spreading activation):
+    the summed idf of the rare terms it shares with them, those not in the question, over the
     best candidate's. Only candidates take part — memories the viewer may see and the filter
     admits — so nothing else is reached, and the terms named come from memories the viewer
     may see. The first hits themselves count fully: they keep their places."""
-    seeds = rank(
-        found,
-        limit=EXPANSION_SEEDS,
-        now=moment,
-        weights=weights,
-        as_of=as_of,
-        keyword_mass=mass,
-    )
-    if not seeds:
-        return
-    first = {r.item.id for r in seeds}
-    asked = set(tokenize(query))
-    spread = {t for r in seeds for t in tokenize(r.item.content)} - asked
-    rare = engine.index.rare_terms(
-        spread,
-        elsewhere=elsewhere,
-        viewer_user=viewer.user_id,
-        viewer_project=viewer.project_id,
-    )
-    if not rare:
-        return
-    shared: dict[str, tuple[str, ...]] = {}
-    for candidate in found:
-        if candidate.item.id not in first:
-            terms = dict.fromkeys(t for t in tokenize(candidate.item.content) if t in rare)
-            if terms:
-                shared[candidate.item.id] = tuple(sorted(terms, key=lambda t: -rare[t]))
-    strength = {i: sum(rare[t] for t in terms) for i, terms in shared.items()}
-    strongest = max(strength.values(), default=0.0) or 1.0
-    for candidate in found:
-        if candidate.item.id in first:
-            candidate.association = 1.0
-        elif candidate.item.id in shared:
-            candidate.association = strength[candidate.item.id] / strongest
-            candidate.via = shared[candidate.item.id][:3]
+
+    def associate(seeds: Sequence[Candidate], found: Sequence[Candidate]) -> None:
+        first = {c.item.id for c in seeds}
+        spread = {t for c in seeds for t in tokenize(c.item.content)} - set(tokenize(query))
+        rare = engine.index.rare_terms(
+            spread,
+            elsewhere=elsewhere,
+            viewer_user=viewer.user_id,
+            viewer_project=viewer.project_id,
+        )
+        if not rare:
+            return
+        shared: dict[str, tuple[str, ...]] = {}
+        for candidate in found:
+            if candidate.item.id not in first:
+                terms = dict.fromkeys(t for t in tokenize(candidate.item.content) if t in rare)
+                if terms:
+                    shared[candidate.item.id] = tuple(sorted(terms, key=lambda t: -rare[t]))
+        strength = {i: sum(rare[t] for t in terms) for i, terms in shared.items()}
+        strongest = max(strength.values(), default=0.0) or 1.0
+        for candidate in found:
+            if candidate.item.id in first:
+                candidate.association = 1.0
+            elif candidate.item.id in shared:
+                candidate.association = strength[candidate.item.id] / strongest
+                candidate.via = shared[candidate.item.id][:3]
+
+    return associate
 
 
 def candidates(
