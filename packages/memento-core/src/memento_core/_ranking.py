@@ -114,7 +114,10 @@ class Reason:
 
     relevance: float
     dense: float
+    """The embedding's cosine similarity (calibrated relevance uses its place among the
+    candidates instead; see ``RankingWeights.calibrate``)."""
     keyword: float
+    """The keyword half of relevance as used, 0..1."""
     recency: float
     importance: float
     usage: float
@@ -228,12 +231,10 @@ def rank(
         ]
     base: list[tuple[float, Reason]] = []
     kept: list[Candidate] = []
-    for c, relevance, context, dense, keyword in zip(
-        candidates, relevances, contexts, denses, keywords
-    ):
+    for c, relevance, context, keyword in zip(candidates, relevances, contexts, keywords):
         reason = Reason(
             relevance=relevance,
-            dense=dense,
+            dense=min(1.0, max(0.0, c.dense)),  # the embedding's own cosine, to explain
             keyword=keyword,
             recency=recency(c.item, now, weights),
             importance=c.item.importance,
