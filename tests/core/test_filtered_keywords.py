@@ -26,7 +26,8 @@ def test_a_filter_refusing_the_best_keyword_matches_still_finds_the_admitted_one
     spices = ["cloves", "nutmeg", "cinnamon", "cardamom", "vanilla", "pepper", "turmeric"]
     quiet = [
         MemoryDraft(
-            content=f"Spice island holiday off Tanzania: {islands[n % 7]}, {spices[n % 7]}, day {n}",
+            content=f"Spice island holiday off Tanzania: {islands[n % 7]}, "
+            f"{spices[n % 7]}, day {n}",
             scope=ANN,
             tags=["notes"],
         )
