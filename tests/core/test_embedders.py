@@ -3,7 +3,9 @@ same all-MiniLM-L6-v2 weights, and stores built with one opened with the other."
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pytest
@@ -13,11 +15,15 @@ from memento_core import (
     EmbedderMismatch,
     InvalidInput,
     Memento,
+    MemoryDraft,
     OnnxEmbedder,
     Scope,
     SentenceTransformerEmbedder,
     embedder_for,
 )
+
+if TYPE_CHECKING:
+    from memento_core.embedding import Vectors
 
 ANN = Scope(user_id="ann")
 LONG = "the lighthouse keeper counted the ships " * 60  # well past the 256-token cut
@@ -156,3 +162,42 @@ def test_an_int8_store_recalls_with_int8(tmp_path: Path, int8: OnnxEmbedder) -> 
         coffee = store.remember("Alice takes her coffee black.", scope=ANN)
         store.remember("The deploy runs every Friday at noon.", scope=ANN)
         assert store.recall("how does Alice like her coffee?", scope=ANN)[0].item.id == coffee
+
+
+class _Asymmetric:
+    """The real model with e5-style prefixes: a question embeds unlike a stored text."""
+
+    def __init__(self, inner: Embedder) -> None:
+        self.inner = inner
+        self.queries: list[str] = []
+
+    @property
+    def name(self) -> str:
+        return "minilm-asymmetric"
+
+    @property
+    def dimension(self) -> int:
+        return self.inner.dimension
+
+    def embed_documents(self, texts: Sequence[str]) -> Vectors:
+        return self.inner.embed_documents([f"passage: {t}" for t in texts])
+
+    def embed_query(self, text: str) -> Vectors:
+        self.queries.append(text)
+        return self.inner.embed_query(f"query: {text}")
+
+
+def test_recall_embeds_the_question_with_the_models_query_embedding(
+    embedder: Embedder, tmp_path: Path
+) -> None:
+    """An asymmetric model (e5's "query: "/"passage: ") gets its query embedding for a question,
+    even when a stored memory has the question's exact text, and once per distinct question."""
+    model = _Asymmetric(embedder)
+    question = "Where does Alice keep her bicycle?"
+    with Memento.open(tmp_path / "s", embedder=model) as mem:
+        texts = [question, "Alice keeps her bicycle in the shed."]
+        mem.remember_many([MemoryDraft(content=t, scope=ANN) for t in texts])
+        first = mem.recall(question, scope=ANN, limit=2)
+        again = mem.recall(question, scope=ANN, limit=2)
+    assert model.queries == [question]  # the model's own query embedding, cached once
+    assert [r.item.id for r in first] == [r.item.id for r in again]

@@ -28,7 +28,14 @@ if TYPE_CHECKING:
 ANN = Scope(user_id="ann", agent_id="planner", project_id="apollo", session_id="s1")
 BEN = Scope(user_id="ben", agent_id="coder", project_id="apollo", session_id="s9")
 CAT = Scope(user_id="cat", project_id="gemini")
-ONLY = {"relevance": 0.0, "recency": 0.0, "importance": 0.0, "usage": 0.0, "context": 0.0}
+ONLY = {
+    "relevance": 0.0,
+    "recency": 0.0,
+    "importance": 0.0,
+    "usage": 0.0,
+    "context": 0.0,
+    "expansion": 0.0,
+}
 
 
 def only(component: str) -> dict[str, float]:
@@ -140,7 +147,7 @@ def test_reason_shows_components_and_matched_terms(mem: Memento) -> None:
     reason = hit.reason
     assert reason.matched_terms == ("coffee",)
     assert 0.0 < reason.dense <= 1.0
-    assert reason.keyword == 1.0
+    assert 0.0 < reason.keyword <= 1.0
     assert 0.0 < reason.relevance <= 1.0
     assert 0.9 < reason.recency <= 1.0, "just remembered"
     assert reason.importance == 0.9
@@ -152,6 +159,7 @@ def test_reason_shows_components_and_matched_terms(mem: Memento) -> None:
         + w.recency * reason.recency
         + w.importance * reason.importance
         + w.usage * reason.usage
+        + w.expansion * reason.expansion
     )
     assert hit.score == pytest.approx(expected)
     text = str(reason)
@@ -176,7 +184,9 @@ def test_per_call_weights_change_the_order(mem: Memento) -> None:
     assert by_importance[0].score == pytest.approx(1.0)
     assert by_importance[1].score == pytest.approx(0.5)
 
-    as_object = RankingWeights(relevance=0, recency=0, importance=1, usage=0, context=0)
+    as_object = RankingWeights(
+        relevance=0, recency=0, importance=1, usage=0, context=0, expansion=0
+    )
     assert ids(mem.recall("team lunch Thursday", scope=ANN, limit=2, weights=as_object)) == [
         vital,
         plain,
@@ -660,3 +670,39 @@ def test_recalls_in_threads_beside_updates_of_the_same_memories_never_fail(mem: 
         writer.join()
         sys.setswitchinterval(interval)
     assert errors == []
+
+
+# ---------------------------------------------------------------------------- calibration
+
+PET_FACT = "Our puppy Bean is a seven-year-old Maltese who sleeps on the sofa."
+WORD_ONLY = [
+    "Tell the plumber the kitchen sink still leaks.",
+    "The quarterly budget spreadsheet is due on Friday.",
+    "I renewed the car insurance for another year.",
+    "The printer on the third floor is out of toner.",
+]
+
+
+def test_calibrated_relevance_lets_a_clear_meaning_beat_a_lone_common_word(
+    mem: Memento,
+) -> None:
+    """A memory that shares only a common word with the question ("tell") wins uncalibrated,
+    its keyword half counting 1 as the best match; calibrated (the default), that word is a
+    small share of what the question asks and the memory the question means comes first."""
+    texts = [PET_FACT, *WORD_ONLY]
+    stored = mem.remember_many([MemoryDraft(content=t, scope=ANN) for t in texts])
+    question = "Tell me about her dog and its breed"
+    today = mem.recall(question, scope=ANN, limit=1, weights={"calibrate": 0.0})
+    calibrated = mem.recall(question, scope=ANN, limit=1)
+    assert ids(today) == [stored[1]]
+    assert ids(calibrated) == [stored[0]]
+    assert calibrated[0].reason.keyword == 0.0
+    assert calibrated[0].reason.dense > today[0].reason.dense  # the cosines, as the model gave
+
+
+def test_calibrate_out_of_range_is_refused_and_nothing_changes(mem: Memento) -> None:
+    memory_id = mem.remember(PET_FACT, scope=ANN)
+    for bad in (1.5, -0.1, "full", True):
+        with pytest.raises(InvalidInput, match=r"^calibrate must be from 0 to 1"):
+            mem.recall("dog", scope=ANN, weights={"calibrate": bad})
+    assert ids(mem.recall("dog", scope=ANN)) == [memory_id]

@@ -19,7 +19,14 @@ if TYPE_CHECKING:
     from conftest import StoreFactory
 
 ANN = Scope(user_id="ann", project_id="apollo")
-USAGE_ONLY = {"relevance": 0.0, "recency": 0.0, "importance": 0.0, "usage": 1.0, "context": 0.0}
+USAGE_ONLY = {
+    "relevance": 0.0,
+    "recency": 0.0,
+    "importance": 0.0,
+    "usage": 1.0,
+    "context": 0.0,
+    "expansion": 0.0,
+}
 
 
 def test_an_injected_memory_counts_as_used_in_the_next_recall_before_it_is_written(

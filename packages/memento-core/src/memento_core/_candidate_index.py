@@ -611,6 +611,63 @@ class CandidateIndex:
             positions = {i: self._index_of[i] for i in memory_ids if i in self._index_of}
             return {i: float(scores[p]) for i, p in positions.items() if scores[p] > 0}
 
+    def query_mass(
+        self,
+        query: str,
+        *,
+        elsewhere: Elsewhere | None = None,
+        viewer_user: str | None = None,
+        viewer_project: str | None = None,
+    ) -> float:
+        """The BM25 score a memory of average length holding each of the query's terms once
+        would get: the sum of the terms' idf over the memories the viewer may see (here, and
+        ``elsewhere``). A memory's score divided by it says how much of what the query asks it
+        matches, weighted by how informative each matched term is — a lone common ending or
+        word matches little of a query, however well it beats the other candidates."""
+        terms = list(dict.fromkeys(tokenize(query)))
+        if not terms:
+            return 0.0
+        with self._lock:
+            visible = self._visible_mask(viewer_user, viewer_project) if self._ids else None
+            count, _, frequency = self._statistics(terms, visible)
+        if elsewhere is not None:
+            count += elsewhere.memories
+            frequency = {t: df + elsewhere.frequency.get(t, 0) for t, df in frequency.items()}
+        return sum(
+            math.log(1.0 + (count - frequency[t] + 0.5) / (frequency[t] + 0.5)) for t in terms
+        )
+
+    def rare_terms(
+        self,
+        terms: Iterable[str],
+        *,
+        elsewhere: Elsewhere | None = None,
+        viewer_user: str | None = None,
+        viewer_project: str | None = None,
+    ) -> dict[str, float]:
+        """Those of ``terms`` (tokens) rare among the memories the viewer may see, with their
+        idf: at least half the idf of a term only one memory holds (at 600 memories, one held
+        by fewer than about 30) — names, places, things rather than everyday words."""
+        wanted = list(dict.fromkeys(terms))
+        if not wanted:
+            return {}
+        with self._lock:
+            visible = self._visible_mask(viewer_user, viewer_project) if self._ids else None
+            count, _, frequency = self._statistics(wanted, visible)
+        if elsewhere is not None:
+            count += elsewhere.memories
+            frequency = {t: df + elsewhere.frequency.get(t, 0) for t, df in frequency.items()}
+        if count < 2:
+            return {}
+        ceiling = math.log(1.0 + (count - 0.5) / 1.5)
+        rare = {}
+        for term in wanted:
+            df = frequency[term]
+            idf = math.log(1.0 + (count - df + 0.5) / (df + 0.5))
+            if df and idf >= ceiling / 2:
+                rare[term] = idf
+        return rare
+
     def scores_of_texts(
         self,
         query: str,

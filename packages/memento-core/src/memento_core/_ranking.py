@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -48,6 +48,23 @@ class RankingWeights:
     """Share of relevance from embedding similarity; the rest comes from BM25. The keyword half
     is divided by the best candidate's score (the top keyword hit counts 1) while sentence
     embeddings' cosines rarely pass 0.7, so the dense half gets the larger share."""
+    calibrate: float = 1.0
+    """How far relevance is calibrated to the query when the query's words are weak evidence
+    (0 = never: today's ranking exactly; 1 = fully). When the best keyword match covers less
+    than half of the query's idf mass (fully below a quarter, see ``LEXICAL_EVIDENCE``), the
+    dense half becomes the candidate's place between the candidates' mean cosine and the best
+    one (an embedder whose cosines sit in a narrow band, as multilingual-e5's 0.81–0.86, then
+    ranks by its own order, not by a keyword match worth more than its whole spread); the
+    keyword half becomes the share of the query's idf mass the memory matches (a lone common
+    word or verb ending matches little of a question, however well it beats the others); and
+    a neighbour lends context only what it is more relevant than the memory itself."""
+    expansion: float = 0.1
+    """Weight of what a memory shares with the first hits (spreading activation): the rare
+    terms — names, places, things — of the question's best matches that are not the question's
+    own, summed by idf, so the other pieces of a story the question needs (another session
+    about the same trip, the same person's other plans) come up beside its best match. Derived
+    at recall from the candidate index (what the viewer may see, nothing stored); shown in
+    ``reason`` as "via: …". 0 is today's ranking exactly."""
     duplicate_threshold: float = 0.9
     """Cosine similarity above which a result counts as a near-duplicate of a higher one."""
     usage_saturation: int = 50
@@ -65,12 +82,13 @@ class RankingWeights:
             "context",
             "duplication",
             "superseded",
+            "expansion",
         ):
             value = getattr(self, name)
             number = finite_number(value)
             if number is None or number < 0:
                 raise InvalidInput(f"ranking weight {name} must be a number ≥ 0, got {value!r}")
-        for name in ("dense_share", "duplicate_threshold"):
+        for name in ("dense_share", "duplicate_threshold", "calibrate"):
             value = getattr(self, name)
             if (
                 isinstance(value, bool)
@@ -96,7 +114,10 @@ class Reason:
 
     relevance: float
     dense: float
+    """The embedding's cosine similarity (calibrated relevance uses its place among the
+    candidates instead; see ``RankingWeights.calibrate``)."""
     keyword: float
+    """The keyword half of relevance as used, 0..1."""
     recency: float
     importance: float
     usage: float
@@ -106,6 +127,10 @@ class Reason:
     notes: tuple[str, ...] = ()
     context: float = 0.0
     """The relevance of the memory's most relevant timeline neighbour among the candidates."""
+    expansion: float = 0.0
+    """How much the memory shares with the first hits: rare terms, by idf (0..1)."""
+    via: tuple[str, ...] = ()
+    """The words it shares with the first hits (stems, as indexed)."""
 
     def __str__(self) -> str:
         w = self.weights
@@ -118,6 +143,9 @@ class Reason:
         ]
         if self.context:
             parts.append(f"context {w.context:g}×{self.context:.3f}")
+        if self.expansion and w.expansion:
+            via = f" (via: {', '.join(self.via)})" if self.via else ""
+            parts.append(f"expansion {w.expansion:g}×{self.expansion:.3f}{via}")
         if self.duplication:
             parts.append(f"duplication −{w.duplication:g}×{self.duplication:.3f}")
         if self.matched_terms:
@@ -141,6 +169,10 @@ class Candidate:
     dense: float
     keyword: float
     vector: Any
+    association: float = 0.0
+    """How much the memory shares with the first hits (``expansion``), 0..1."""
+    via: tuple[str, ...] = ()
+    """The rare terms it shares with them."""
 
 
 def recency(item: MemoryItem, now: datetime, weights: RankingWeights) -> float:
@@ -170,6 +202,8 @@ def rank(
     weights: RankingWeights,
     min_relevance: float = 0.0,
     as_of: datetime | None = None,
+    keyword_mass: float = 0.0,
+    associate: Callable[[Sequence[Candidate], Sequence[Candidate]], None] | None = None,
 ) -> list[Recalled]:
     """Score every candidate, then pick the top ``limit`` greedily with the duplication penalty.
     A superseded or no longer valid memory loses ``weights.superseded``, unless recall is
@@ -182,21 +216,25 @@ def rank(
 
     if not candidates or limit <= 0:
         return []
-    best_keyword = max(c.keyword for c in candidates) or 1.0
+    calibrate = weights.calibrate * _weak_lexical_evidence(candidates, keyword_mass)
+    denses, keywords = _halves(candidates, keyword_mass, calibrate)
     relevances = [
-        weights.dense_share * min(1.0, max(0.0, c.dense))
-        + (1 - weights.dense_share) * c.keyword / best_keyword
-        for c in candidates
+        weights.dense_share * dense + (1 - weights.dense_share) * keyword
+        for dense, keyword in zip(denses, keywords)
     ]
     contexts = _contexts(candidates, relevances)
+    if calibrate:
+        # A neighbour lends context only what it is more relevant than the memory itself: a
+        # memory is lifted toward a relevant neighbour, never past it, and a near-tie gains none.
+        contexts = [
+            (1 - calibrate) * c + calibrate * max(0.0, c - r) for c, r in zip(contexts, relevances)
+        ]
     base: list[tuple[float, Reason]] = []
     kept: list[Candidate] = []
-    for c, relevance, context in zip(candidates, relevances, contexts):
-        dense = min(1.0, max(0.0, c.dense))
-        keyword = c.keyword / best_keyword
+    for c, relevance, context, keyword in zip(candidates, relevances, contexts, keywords):
         reason = Reason(
             relevance=relevance,
-            dense=dense,
+            dense=min(1.0, max(0.0, c.dense)),  # the embedding's own cosine, to explain
             keyword=keyword,
             recency=recency(c.item, now, weights),
             importance=c.item.importance,
@@ -222,6 +260,18 @@ def rank(
     candidates = kept
     if not candidates:
         return []
+    if associate is not None and weights.expansion:
+        # Spreading from the first hits (see ``RankingWeights.expansion``): they are the best
+        # by the score so far; every candidate then gains by what it shares with them.
+        order = sorted(range(len(candidates)), key=lambda i: (-base[i][0], candidates[i].item.id))
+        associate([candidates[i] for i in order[:EXPANSION_SEEDS]], candidates)
+        for n, c in enumerate(candidates):
+            if c.association:
+                score, reason = base[n]
+                base[n] = (
+                    score + weights.expansion * c.association,
+                    dataclasses.replace(reason, expansion=c.association, via=c.via),
+                )
     if not as_of:
         _below_superseders(candidates, base)
 
@@ -254,6 +304,53 @@ def rank(
         reason = dataclasses.replace(base[best_index][1], duplication=best_dup)
         results.append(Recalled(candidates[best_index].item, best_score, reason))
     return results
+
+
+EXPANSION_SEEDS = 3
+"""The first hits whose rare terms ``expansion`` spreads from."""
+
+LEXICAL_EVIDENCE = (0.25, 0.5)
+"""Shares of the query's idf mass that the best keyword match covers, below which the query is
+calibrated fully and above which not at all (linear between): below a quarter the words shared
+are incidental (an ending, a common word) and the embedding's own order should decide; from half
+on they are evidence and the keyword half keeps today's scale."""
+
+
+def _weak_lexical_evidence(candidates: Sequence[Candidate], keyword_mass: float) -> float:
+    """1 when no candidate matches much of the query's words, 0 when one matches most (see
+    ``LEXICAL_EVIDENCE``)."""
+    if keyword_mass <= 0:
+        return 1.0
+    covered = max(c.keyword for c in candidates) / keyword_mass
+    low, high = LEXICAL_EVIDENCE
+    return min(1.0, max(0.0, (high - covered) / (high - low)))
+
+
+def _halves(
+    candidates: Sequence[Candidate], keyword_mass: float, calibrate: float
+) -> tuple[list[float], list[float]]:
+    """Each candidate's dense and keyword halves of relevance, in 0..1.
+
+    Uncalibrated: the cosine, and the BM25 score over the best candidate's. Calibrated (see
+    ``RankingWeights.calibrate``): the cosine's place from the candidates' mean (0) to the
+    best (1), and the BM25 score over ``keyword_mass``, the score of a memory holding every
+    query term once."""
+    cosines = [min(1.0, max(0.0, c.dense)) for c in candidates]
+    best_keyword = max(c.keyword for c in candidates) or 1.0
+    keywords = [c.keyword / best_keyword for c in candidates]
+    if not calibrate:
+        return cosines, keywords
+    mean = sum(cosines) / len(cosines)
+    spread = max(cosines) - mean
+    placed = [1.0 if spread <= 1e-9 else min(1.0, max(0.0, (x - mean) / spread)) for x in cosines]
+    shares = (
+        [min(1.0, c.keyword / keyword_mass) for c in candidates] if keyword_mass > 0 else keywords
+    )
+    keep = 1 - calibrate
+    return (
+        [keep * x + calibrate * p for x, p in zip(cosines, placed)],
+        [keep * k + calibrate * q for k, q in zip(keywords, shares)],
+    )
 
 
 def _outdated(item: MemoryItem, now: datetime) -> bool:

@@ -15,7 +15,7 @@ Chroma's own filtered vector query evaluates the ``where`` over the whole collec
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -77,7 +77,7 @@ def recall(
     depth = max(engine.candidates, limit * 3)
     query_vector = engine.embedder.embed_query(query)
     with engine.usage.recalling():  # no usage write competes with recall's reads
-        found, stored = candidates(
+        found, stored, mass, elsewhere = candidates(
             engine,
             query,
             query_vector,
@@ -90,6 +90,8 @@ def recall(
         )
     results = rank(
         found,
+        keyword_mass=mass,
+        associate=_associate(engine, query, viewer, elsewhere) if chosen.expansion else None,
         limit=limit,
         now=moment,
         weights=chosen,
@@ -113,6 +115,44 @@ def recall(
     return results
 
 
+def _associate(
+    engine: Engine, query: str, viewer: Scope, elsewhere: Elsewhere | None
+) -> Callable[[Sequence[Candidate], Sequence[Candidate]], None]:
+    """What sets each candidate's ``association`` with the first hits (spreading activation):
+    the summed idf of the rare terms it shares with them, those not in the question, over the
+    best candidate's. Only candidates take part — memories the viewer may see and the filter
+    admits — so nothing else is reached, and the terms named come from memories the viewer
+    may see. The first hits themselves count fully: they keep their places."""
+
+    def associate(seeds: Sequence[Candidate], found: Sequence[Candidate]) -> None:
+        first = {c.item.id for c in seeds}
+        spread = {t for c in seeds for t in tokenize(c.item.content)} - set(tokenize(query))
+        rare = engine.index.rare_terms(
+            spread,
+            elsewhere=elsewhere,
+            viewer_user=viewer.user_id,
+            viewer_project=viewer.project_id,
+        )
+        if not rare:
+            return
+        shared: dict[str, tuple[str, ...]] = {}
+        for candidate in found:
+            if candidate.item.id not in first:
+                terms = dict.fromkeys(t for t in tokenize(candidate.item.content) if t in rare)
+                if terms:
+                    shared[candidate.item.id] = tuple(sorted(terms, key=lambda t: -rare[t]))
+        strength = {i: sum(rare[t] for t in terms) for i, terms in shared.items()}
+        strongest = max(strength.values(), default=0.0) or 1.0
+        for candidate in found:
+            if candidate.item.id in first:
+                candidate.association = 1.0
+            elif candidate.item.id in shared:
+                candidate.association = strength[candidate.item.id] / strongest
+                candidate.via = shared[candidate.item.id][:3]
+
+    return associate
+
+
 def candidates(
     engine: Engine,
     query: str,
@@ -124,7 +164,7 @@ def candidates(
     *,
     as_of: datetime | None = None,
     known_at: datetime | None = None,
-) -> tuple[list[Candidate], dict[str, MemoryItem]]:
+) -> tuple[list[Candidate], dict[str, MemoryItem], float, Elsewhere | None]:
     """Up to ``depth`` nearest and ``depth`` best keyword candidates ``viewer`` may see that
     ``recall_filter`` admits, scored for relevance; and every memory read, as stored with the
     noted uses folded in. With ``as_of``, only memories valid then; with ``known_at``, the
@@ -162,11 +202,13 @@ def candidates(
         if stored is None:  # dropped meanwhile (its user erased): nothing of it is found
             stored = engine.store.mirrors.keyword_postings((), terms, held=held)
     if stored is not None:
-        keyword_hits = index.search(query, limit=depth, stored=stored, **visible_to)
         elsewhere = Elsewhere(stored.memories, stored.frequency, stored.total_length)
-    else:
-        keyword_hits = index.search(query, limit=depth, **visible_to)
-    keyword_scores = dict(keyword_hits)
+
+    def keyword_search(limit: int) -> list[tuple[str, float]]:
+        return index.search(query, limit=limit, stored=stored, **visible_to)
+
+    keyword_fetch = depth
+    keyword_hits = keyword_search(keyword_fetch)
     # The nearest memories the viewer may see, read from the store by id; visibility and
     # the filter are decided on the records read (``is_visible``, ``admits``). A ``where``
     # on this read would cost 50 ms at 100k memories: Chroma evaluates it over the whole
@@ -227,6 +269,18 @@ def candidates(
         fetch *= 4
         nearest = nearest_of(fetch)
         read([i for i, _ in nearest])
+    # Likewise the keyword matches: when the filter (a LangGraph namespace's tag, a type)
+    # leaves fewer than ``depth`` of them, look further down rather than rank on what is left
+    # of a cut taken over memories the filter refuses.
+    while len(keyword_hits) == keyword_fetch and (
+        sum(1 for i, _ in keyword_hits if i in admitted) < depth
+    ):
+        keyword_fetch *= 4
+        keyword_hits = keyword_search(keyword_fetch)
+        read([i for i, _ in keyword_hits])
+    keyword_cut = len(keyword_hits) == keyword_fetch  # more memories match than were taken
+    keyword_hits = [(i, score) for i, score in keyword_hits if i in admitted][:depth]
+    keyword_scores = dict(keyword_hits)
     similarity = dict(dense)
     unseen = [i for i in keyword_scores if i in admitted and index.vector(i) is None]
     unseen = [i for i in unseen if i not in far_vectors]
@@ -256,7 +310,7 @@ def candidates(
             scored[memory_id] = Candidate(admitted[memory_id], float(unit @ query_unit), 0.0, unit)
     for memory_id, candidate in scored.items():
         candidate.keyword = keyword_scores.get(memory_id, 0.0)
-    if len(keyword_hits) == depth:
+    if keyword_cut or len(keyword_hits) == depth:
         # Vector candidates below the keyword cut-off still deserve their keyword score.
         for memory_id, score in index.scores_for(
             query, [i for i in scored if i not in keyword_scores], **visible_to
@@ -272,4 +326,5 @@ def candidates(
             candidate.keyword = keyword.get(memory_id, 0.0)
     for memory_id in reworded:  # the index's keyword score is for the text of now
         scored[memory_id].keyword = 0.0
-    return list(scored.values()), admitted
+    mass = index.query_mass(query, elsewhere=elsewhere, **visible_to)
+    return list(scored.values()), admitted, mass, elsewhere

@@ -230,14 +230,16 @@ class CachingEmbedder:
         return np.stack([found[k] for k in keys]).astype(np.float32, copy=False)
 
     def embed_query(self, text: str) -> Vectors:
-        # The wrapped model's own query embedding: an asymmetric model (e5's "query: " against
-        # "passage: ") embeds a question otherwise than a memory, so queries have keys of their
-        # own in the cache.
+        # The wrapped model's own query embedding: an asymmetric model (e5's "query: " and
+        # "passage: ") embeds a question differently from a stored text, so a query is cached
+        # under a key of its own and never answered with the document vector of the same text.
+        import numpy as np
+
         key = "query:" + text_hash(text)
         vector = self.cached(key)
         if vector is None:
-            vector = self.inner.embed_query(text)
+            vector = np.asarray(self.inner.embed_query(text), dtype=np.float32).ravel()
             self.texts_embedded += 1
             self.prime(key, vector)
-        found: Vectors = vector
-        return found
+        result: Vectors = vector
+        return result

@@ -29,7 +29,7 @@ MAX_REPLY_CHARS = 20_000
 """Longest reply the hotword tester takes."""
 MAX_PAGE_NUMBER = 100_000
 SEARCH_LIMITS = (5, 10, 20, 50)
-WEIGHT_NAMES = ("relevance", "recency", "importance", "usage", "context")
+WEIGHT_NAMES = ("relevance", "recency", "importance", "usage", "context", "expansion")
 STATES = ("live", "forgotten", "expired", "all")
 ORDERS = ("newest", "oldest", "importance")
 YES_NO = {"": None, "yes": True, "no": False}

@@ -90,6 +90,8 @@ def components(result: Recalled) -> list[tuple[str, float]]:
         ("usage", w.usage * why.usage),
         ("context", w.context * why.context),
     ]
+    if why.expansion and w.expansion:  # shares rare terms with the first hits ("via: …")
+        parts.append(("expansion", w.expansion * why.expansion))
     if why.duplication:
         parts.append(("duplication", -w.duplication * why.duplication))
     return parts

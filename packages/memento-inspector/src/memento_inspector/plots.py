@@ -17,6 +17,7 @@ COMPONENT_COLOURS = {
     "importance": "#c04848",
     "usage": "#4a9a5a",
     "context": "#8a5ab0",
+    "expansion": "#2a9d9a",
     "duplication": "#999999",
 }
 

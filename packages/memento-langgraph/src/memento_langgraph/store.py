@@ -200,9 +200,12 @@ class MementoStore(BaseStore):
                 for op in ops
                 if isinstance(op, PutOp) and isinstance(op.value, Mapping)
             ]
-            texts += [op.query for op in ops if isinstance(op, SearchOp) and op.query]
             if texts:
                 embedder.embed_documents(list(dict.fromkeys(texts)))
+            # Queries as queries: an asymmetric model embeds a question unlike a stored text.
+            for query in dict.fromkeys(op.query for op in ops if isinstance(op, SearchOp)):
+                if query:
+                    embedder.embed_query(query)
 
     def _draft(self, op: PutOp) -> MemoryDraft:
         if not isinstance(op.value, Mapping):  # checked in ``batch``; narrows the type
