@@ -76,6 +76,16 @@ def test_recall_without_keyword_overlap_still_finds_the_meaning(mem: Memento) ->
     assert results[0].reason.matched_terms == ()
 
 
+def test_min_relevance_is_an_absolute_bar_not_a_place_among_candidates(mem: Memento) -> None:
+    """Calibration ranks by each candidate's place among the others; the bar stays absolute, so
+    the best of unrelated memories (here the only one) does not pass it."""
+    scope = Scope(user_id="dana")
+    mem.remember("The billing service runs on MariaDB 10.6", scope=scope)
+    assert mem.recall("Good morning, how are you?", scope=scope, min_relevance=0.5) == []
+    hits = mem.recall("Which database does billing run on?", scope=scope, min_relevance=0.5)
+    assert [hit.item.content for hit in hits] == ["The billing service runs on MariaDB 10.6"]
+
+
 def test_limit_caps_the_results(mem: Memento) -> None:
     mem.remember_many([MemoryDraft(f"Note {n} about gardening", scope=ANN) for n in range(6)])
     assert len(mem.recall("gardening", scope=ANN, limit=4)) == 4

@@ -587,7 +587,8 @@ class Memento:
         ``α·relevance + β·recency + γ·importance + δ·usage − ε·duplication`` (see
         ``RankingWeights``), and ``reason`` on each result shows the parts. Candidates whose
         relevance is below ``min_relevance`` (0..1) are dropped, so weak matches don't fill the
-        list. A memory whose validity has ended (``valid_to``) ranks like a superseded one.
+        list; the bar is absolute (cosine and keyword share, before any calibration to the
+        query), so the best of unrelated memories does not pass it. A memory whose validity has ended (``valid_to``) ranks like a superseded one.
 
         ``as_of`` (valid time) keeps only memories whose validity held at that moment.
         ``known_at`` (transaction time) recalls what was stored then: memories stored later

@@ -222,6 +222,14 @@ def rank(
         weights.dense_share * dense + (1 - weights.dense_share) * keyword
         for dense, keyword in zip(denses, keywords)
     ]
+    # ``min_relevance`` is an absolute bar (cosine and keyword share, as uncalibrated): a
+    # calibrated place among the candidates would let the best of unrelated memories pass it.
+    absolute = relevances
+    if calibrate and min_relevance > 0:
+        absolute = [
+            weights.dense_share * dense + (1 - weights.dense_share) * keyword
+            for dense, keyword in zip(*_halves(candidates, keyword_mass, 0.0))
+        ]
     contexts = _contexts(candidates, relevances)
     if calibrate:
         # A neighbour lends context only what it is more relevant than the memory itself: a
@@ -231,7 +239,9 @@ def rank(
         ]
     base: list[tuple[float, Reason]] = []
     kept: list[Candidate] = []
-    for c, relevance, context, keyword in zip(candidates, relevances, contexts, keywords):
+    for c, relevance, bar, context, keyword in zip(
+        candidates, relevances, absolute, contexts, keywords
+    ):
         reason = Reason(
             relevance=relevance,
             dense=min(1.0, max(0.0, c.dense)),  # the embedding's own cosine, to explain
@@ -245,7 +255,7 @@ def rank(
             notes=() if as_of else _notes(c.item, now),
             context=context,
         )
-        if relevance < min_relevance:
+        if bar < min_relevance:
             continue
         score = (
             weights.relevance * relevance
