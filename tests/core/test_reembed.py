@@ -418,7 +418,7 @@ def test_large_partitions_searched_in_the_store_get_the_new_vectors(
     notes = [f"note {n}: the ferry to island {n} leaves at dawn" for n in range(24)]
     with store_factory.open(embedder=int8, partition_load_limit=5) as mem:
         mem.remember_many([MemoryDraft(note, scope=ANN) for note in notes])
-        assert mem.mirror_large_partitions() >= 1
+        mem.mirror_large_partitions()  # the batch write mirrored ANN's; this folds its tail
         before = snapshot(mem)
     Memento.reembed(**where(store_factory), embedder=embedder, in_place=True)
     with store_factory.open(partition_load_limit=5) as mem:

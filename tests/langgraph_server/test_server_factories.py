@@ -255,7 +255,8 @@ async def test_large_partitions_are_mirrored_in_the_background(
     environ: pytest.MonkeyPatch, tmp_path: Path, embedder: Embedder
 ) -> None:
     path = tmp_path / "store"
-    with Memento.open(path, embedder=embedder) as mem:
+    # Written without a load limit, as a store from before mirrors: its writer makes none.
+    with Memento.open(path, embedder=embedder, partition_load_limit=None) as mem:
         drafts = [
             MemoryDraft(content=f"note {n}: the harbour opens at {n % 24}h", scope=BIG_USER)
             for n in range(DEFAULT_LOAD_LIMIT + 20)
