@@ -588,7 +588,8 @@ class Memento:
         ``RankingWeights``), and ``reason`` on each result shows the parts. Candidates whose
         relevance is below ``min_relevance`` (0..1) are dropped, so weak matches don't fill the
         list; the bar is absolute (cosine and keyword share, before any calibration to the
-        query), so the best of unrelated memories does not pass it. A memory whose validity has ended (``valid_to``) ranks like a superseded one.
+        query), so the best of unrelated memories does not pass it. A memory whose validity
+        has ended (``valid_to``) ranks like a superseded one.
 
         ``as_of`` (valid time) keeps only memories whose validity held at that moment.
         ``known_at`` (transaction time) recalls what was stored then: memories stored later
