@@ -373,8 +373,9 @@ def _exact_and_searched(
             query: {
                 hit.item.id: (hit.reason.dense, hit.reason.keyword)
                 for hit in mem.recall(query, scope=viewer, limit=100)
-                # HNSW may leave out the least similar; the keyword side leaves out nothing
-                if hit.reason.keyword > 0 or hit.reason.dense > 0.3
+                # The dense side takes the nearest 60 of ~70 memories: near that cut (cosines
+                # about 0.3 here) HNSW may take another; the keyword side leaves out nothing
+                if hit.reason.keyword > 0 or hit.reason.dense > 0.4
             }
             for query in queries
         }
