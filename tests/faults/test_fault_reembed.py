@@ -30,6 +30,10 @@ from memento_core import (
     StoreError,
 )
 
+# SIGKILLed runs of the real CLI, ~45 s in all: the default suite is at its 10-minute budget,
+# so these run with `make test-slow`.
+pytestmark = pytest.mark.slow
+
 ANN = Scope(user_id="ann")
 MEMORIES = 300
 BATCH = 10
