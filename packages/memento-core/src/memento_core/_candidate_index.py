@@ -408,6 +408,22 @@ class CandidateIndex:
     ) -> list[tuple[str, float]]:
         """The ``limit`` (id, cosine similarity) pairs closest to the query among memories the
         viewer may see, best first."""
+        return self.nearest_and_baseline(
+            query_vector, limit=limit, viewer_user=viewer_user, viewer_project=viewer_project
+        )[0]
+
+    def nearest_and_baseline(
+        self,
+        query_vector: Any,
+        *,
+        limit: int,
+        viewer_user: str | None = None,
+        viewer_project: str | None = None,
+    ) -> tuple[list[tuple[str, float]], tuple[float, int] | None]:
+        """``nearest``, and the query's mean cosine over the memories the viewer may see here
+        with how many they are (None when there is none): what an unrelated memory scores in
+        this embedding space, from the product ``nearest`` computes anyway (see
+        ``RankingWeights.baseline``)."""
         import numpy as np
 
         query = np.asarray(query_vector, dtype=np.float32).ravel()
@@ -415,15 +431,16 @@ class CandidateIndex:
         with self._lock:
             size = len(self._ids)
             if not size or not self._live_count or limit <= 0:
-                return []
+                return [], None
             unit = query / (norm or 1.0)
             visible = np.flatnonzero(self._visible_mask(viewer_user, viewer_project))
             similarity = self._rows.similarity(visible, unit)
+            baseline = (float(similarity.mean()), int(similarity.size)) if similarity.size else None
             best = np.arange(visible.size)
             if visible.size > limit:
                 best = np.argpartition(-similarity, limit - 1)[:limit]
             best = best[np.argsort(-similarity[best], kind="stable")]
-            return [(self._ids[visible[i]], float(similarity[i])) for i in best]
+            return [(self._ids[visible[i]], float(similarity[i])) for i in best], baseline
 
     def vector(self, memory_id: str) -> Any:
         """The memory's unit vector; None when it is not in the index."""

@@ -33,6 +33,8 @@ if TYPE_CHECKING:
     from memento_core._engine import Engine
 
 MAX_RECALL_LIMIT = 1_000
+BASELINE_PRIOR = 20
+"""Memories' worth of weight on a baseline of 0 (see ``RankingWeights.baseline``)."""
 
 
 def recall(
@@ -78,7 +80,7 @@ def recall(
     depth = max(engine.candidates, limit * 3)
     query_vector = engine.embedder.embed_query(query)
     with engine.usage.recalling():  # no usage write competes with recall's reads
-        found, stored, mass, elsewhere = candidates(
+        found, stored, mass, elsewhere, baseline = candidates(
             engine,
             query,
             query_vector,
@@ -92,6 +94,7 @@ def recall(
     results = rank(
         found,
         keyword_mass=mass,
+        baseline=baseline,
         associate=_associate(engine, query, viewer, elsewhere) if chosen.expansion else None,
         limit=limit,
         now=moment,
@@ -174,7 +177,7 @@ def candidates(
     *,
     as_of: datetime | None = None,
     known_at: datetime | None = None,
-) -> tuple[list[Candidate], dict[str, MemoryItem], float, Elsewhere | None]:
+) -> tuple[list[Candidate], dict[str, MemoryItem], float, Elsewhere | None, float | None]:
     """Up to ``depth`` nearest and ``depth`` best keyword candidates ``viewer`` may see that
     ``recall_filter`` admits, scored for relevance; and every memory read, as stored with the
     noted uses folded in. With ``as_of``, only memories valid then; with ``known_at``, the
@@ -249,8 +252,15 @@ def candidates(
 
     far_vectors: dict[str, Any] = {}  # vectors of what the mirrors found
 
+    baseline: list[float] = []  # the query's mean cosine over the memories held here
+
     def nearest_of(limit: int) -> list[tuple[str, float]]:
-        found = index.nearest(query_vector, limit=limit, **visible_to)
+        found, mean = index.nearest_and_baseline(query_vector, limit=limit, **visible_to)
+        if mean is not None and not baseline:
+            # Over a handful of memories the mean is mostly the relevant ones' own cosine:
+            # shrunk toward 0 (the raw cosine) as a prior worth BASELINE_PRIOR memories.
+            cosine, count = mean
+            baseline.append(cosine * count / (count + BASELINE_PRIOR))
         if not far and not filtered:
             return found
         best = dict(found)
@@ -337,4 +347,4 @@ def candidates(
     for memory_id in reworded:  # the index's keyword score is for the text of now
         scored[memory_id].keyword = 0.0
     mass = index.query_mass(query, elsewhere=elsewhere, **visible_to)
-    return list(scored.values()), admitted, mass, elsewhere
+    return list(scored.values()), admitted, mass, elsewhere, (baseline[0] if baseline else None)
