@@ -716,3 +716,105 @@ def test_calibrate_out_of_range_is_refused_and_nothing_changes(mem: Memento) -> 
         with pytest.raises(InvalidInput, match=r"^calibrate must be from 0 to 1"):
             mem.recall("dog", scope=ANN, weights={"calibrate": bad})
     assert ids(mem.recall("dog", scope=ANN)) == [memory_id]
+
+
+# ---------------------------------------------------------------------------- baseline
+
+
+class NarrowBand:
+    """The session's model with its space squeezed into a narrow band, as multilingual-e5's
+    (unrelated text near 0.8): every cosine becomes ``share + (1 − share)·cosine``, exactly,
+    through one extra constant dimension."""
+
+    def __init__(self, inner: Any, share: float) -> None:
+        self.inner, self.share = inner, share
+
+    @property
+    def name(self) -> str:
+        return f"{self.inner.name}-narrow-{self.share:g}"
+
+    @property
+    def dimension(self) -> int:
+        return int(self.inner.dimension) + 1
+
+    def _squeeze(self, vectors: Any) -> Any:
+        import numpy as np
+
+        units = np.asarray(vectors, dtype=np.float64)
+        units = units / np.linalg.norm(units, axis=-1, keepdims=True)
+        extra = np.full((*units.shape[:-1], 1), self.share**0.5)
+        return np.concatenate([units * (1 - self.share) ** 0.5, extra], axis=-1).astype(np.float32)
+
+    def embed_documents(self, texts: Any) -> Any:
+        return self._squeeze(self.inner.embed_documents(texts))
+
+    def embed_query(self, text: str) -> Any:
+        return self._squeeze(self.inner.embed_query(text))
+
+
+BAND_TEXTS = [
+    f"{name} {habit}"
+    for name in ("Ann", "Bo", "Cy", "Di")
+    for habit in (
+        "drinks her coffee black every morning.",
+        "commutes on the subway and reads on the way.",
+        "keeps a Maltese puppy called Bean.",
+        "is allergic to peanuts and carries an injector.",
+        "plays tennis on Sunday afternoons.",
+        "is saving a third of each salary for a flat.",
+        "learns Spanish from an online course at night.",
+        "had knee surgery last winter and avoids stairs.",
+        "grows tomatoes and lettuce on the balcony.",
+        "works from home on Mondays and Fridays.",
+    )
+]
+BAND_QUESTIONS = [
+    "Who has a dog at home?",
+    "Which of them cannot eat nuts?",
+    "How does Bo get to work?",
+    "What does Di do on weekends?",
+    "Who is studying a language?",
+]
+
+
+def test_a_narrow_band_embedder_ranks_as_the_plain_one_with_the_baseline(
+    embedder: Any, tmp_path: Any
+) -> None:
+    """Measured from the query's baseline, the dense half is the same whatever band an
+    embedder's cosines sit in: the squeezed space ranks and scores exactly as the plain one.
+    Raw cosines (``baseline`` 0) squeezed to a sixth of their spread let keyword matches
+    decide instead."""
+    drafts = [MemoryDraft(content=t, scope=ANN) for t in BAND_TEXTS]
+    weights = {"calibrate": 0.0, "usage": 0.0}  # calibration hides the band in some queries
+    ranked: dict[tuple[str, float], list[list[tuple[int, float]]]] = {}
+    for name, space in (("plain", embedder), ("narrow", NarrowBand(embedder, 0.8))):
+        with Memento.open(tmp_path / name, embedder=space) as store:
+            stored = store.remember_many(drafts)
+            for shift in (1.0, 0.0):
+                ranked[name, shift] = [
+                    [
+                        (stored.index(r.item.id), r.score)
+                        for r in store.recall(
+                            q, scope=ANN, limit=5, weights={**weights, "baseline": shift}
+                        )
+                    ]
+                    for q in BAND_QUESTIONS
+                ]
+
+    def order(key: tuple[str, float]) -> list[list[int]]:
+        return [[i for i, _ in results] for results in ranked[key]]
+
+    def scores(key: tuple[str, float]) -> list[float]:
+        return [score for results in ranked[key] for _, score in results]
+
+    assert order(("narrow", 1.0)) == order(("plain", 1.0))
+    assert scores(("narrow", 1.0)) == pytest.approx(scores(("plain", 1.0)), abs=1e-4)
+    assert order(("narrow", 0.0)) != order(("plain", 0.0))
+
+
+def test_baseline_out_of_range_is_refused_and_nothing_changes(mem: Memento) -> None:
+    memory_id = mem.remember(PET_FACT, scope=ANN)
+    for bad in (1.5, -0.1, "full", True, None):
+        with pytest.raises(InvalidInput, match=r"^baseline must be from 0 to 1"):
+            mem.recall("dog", scope=ANN, weights={"baseline": bad})
+    assert ids(mem.recall("dog", scope=ANN)) == [memory_id]

@@ -43,6 +43,10 @@ PER_MEMORY_BYTES = 200
 """Index memory a memory costs besides its vector and postings: its id string, the id → row
 entry, the row arrays (measured: about 190 bytes for a 40-character id)."""
 COMPACT_MIN_DEAD = 4_096
+BASELINE_SKIPS = 10
+"""The nearest memories left out of the query's baseline (see ``nearest_and_baseline``)."""
+BASELINE_MIN_MEMORIES = 20
+"""Memories beyond those needed to estimate it."""
 
 _WORD = re.compile(r"[^\W_]+")
 _CJK = re.compile(
@@ -419,11 +423,14 @@ class CandidateIndex:
         limit: int,
         viewer_user: str | None = None,
         viewer_project: str | None = None,
-    ) -> tuple[list[tuple[str, float]], tuple[float, int] | None]:
-        """``nearest``, and the query's mean cosine over the memories the viewer may see here
-        with how many they are (None when there is none): what an unrelated memory scores in
-        this embedding space, from the product ``nearest`` computes anyway (see
-        ``RankingWeights.baseline``)."""
+    ) -> tuple[list[tuple[str, float]], float | None]:
+        """``nearest``, and the query's baseline: its mean cosine over the memories the viewer
+        may see here but the ``BASELINE_SKIPS`` nearest — what an unrelated memory scores in
+        this embedding space (see ``RankingWeights.baseline``), from the product ``nearest``
+        computes anyway; None when fewer than ``BASELINE_MIN_MEMORIES`` are left: too few to
+        tell. Leaving the nearest out keeps the relevant few from raising it in a small store;
+        a mean of cosines, it moves with any affine map of an embedder's cosines (a narrower
+        band), so the dense half measured from it does not."""
         import numpy as np
 
         query = np.asarray(query_vector, dtype=np.float32).ravel()
@@ -435,11 +442,16 @@ class CandidateIndex:
             unit = query / (norm or 1.0)
             visible = np.flatnonzero(self._visible_mask(viewer_user, viewer_project))
             similarity = self._rows.similarity(visible, unit)
-            baseline = (float(similarity.mean()), int(similarity.size)) if similarity.size else None
             best = np.arange(visible.size)
             if visible.size > limit:
                 best = np.argpartition(-similarity, limit - 1)[:limit]
             best = best[np.argsort(-similarity[best], kind="stable")]
+            nearest = best[:BASELINE_SKIPS]
+            rest = visible.size - nearest.size
+            baseline = None
+            if rest >= BASELINE_MIN_MEMORIES:
+                total = float(similarity.sum(dtype=np.float64))
+                baseline = (total - float(similarity[nearest].sum(dtype=np.float64))) / rest
             return [(self._ids[visible[i]], float(similarity[i])) for i in best], baseline
 
     def vector(self, memory_id: str) -> Any:

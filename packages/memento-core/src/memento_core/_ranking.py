@@ -226,7 +226,10 @@ def rank(
     if not candidates or limit <= 0:
         return []
     calibrate = weights.calibrate * _weak_lexical_evidence(candidates, keyword_mass)
-    denses, keywords = _halves(candidates, keyword_mass, calibrate, baseline, weights.baseline)
+    # Cosines are measured from the query's baseline (see ``RankingWeights.baseline``): what
+    # unrelated text scores in this embedder's space counts 0, in relevance and duplication.
+    floor = min(0.99, weights.baseline * baseline) if baseline is not None else 0.0
+    denses, keywords = _halves(candidates, keyword_mass, calibrate, floor)
     relevances = [
         weights.dense_share * dense + (1 - weights.dense_share) * keyword
         for dense, keyword in zip(denses, keywords)
@@ -311,7 +314,7 @@ def rank(
                 break
             duplication = 0.0
             if chosen and weights.duplication:
-                similarity = float(closest[i])
+                similarity = (float(closest[i]) - floor) / (1.0 - floor)
                 duplication = max(0.0, (similarity - threshold) / (1.0 - threshold or 1.0))
             score = base[i][0] - weights.duplication * duplication
             if score > best_score:
@@ -349,8 +352,7 @@ def _halves(
     candidates: Sequence[Candidate],
     keyword_mass: float,
     calibrate: float,
-    baseline: float | None = None,
-    shift: float = 0.0,
+    floor: float = 0.0,
 ) -> tuple[list[float], list[float]]:
     """Each candidate's dense and keyword halves of relevance, in 0..1.
 
@@ -358,9 +360,7 @@ def _halves(
     ``RankingWeights.calibrate``): the cosine's place from the candidates' mean (0) to the
     best (1), and the BM25 score over ``keyword_mass``, the score of a memory holding every
     query term once."""
-    # Cosine above what an unrelated memory scores in this space (see ``RankingWeights.baseline``).
-    base = min(0.99, max(0.0, shift * baseline)) if baseline is not None else 0.0
-    cosines = [min(1.0, max(0.0, (c.dense - base) / (1.0 - base))) for c in candidates]
+    cosines = [min(1.0, max(0.0, (c.dense - floor) / (1.0 - floor))) for c in candidates]
     best_keyword = max(c.keyword for c in candidates) or 1.0
     keywords = [c.keyword / best_keyword for c in candidates]
     if not calibrate:

@@ -33,8 +33,6 @@ if TYPE_CHECKING:
     from memento_core._engine import Engine
 
 MAX_RECALL_LIMIT = 1_000
-BASELINE_PRIOR = 20
-"""Memories' worth of weight on a baseline of 0 (see ``RankingWeights.baseline``)."""
 
 
 def recall(
@@ -257,10 +255,7 @@ def candidates(
     def nearest_of(limit: int) -> list[tuple[str, float]]:
         found, mean = index.nearest_and_baseline(query_vector, limit=limit, **visible_to)
         if mean is not None and not baseline:
-            # Over a handful of memories the mean is mostly the relevant ones' own cosine:
-            # shrunk toward 0 (the raw cosine) as a prior worth BASELINE_PRIOR memories.
-            cosine, count = mean
-            baseline.append(cosine * count / (count + BASELINE_PRIOR))
+            baseline.append(mean)
         if not far and not filtered:
             return found
         best = dict(found)
