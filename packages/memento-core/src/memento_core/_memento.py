@@ -354,6 +354,7 @@ class Memento:
             searched_in_store=len(self._engine.store.mirrors.ready()),
             feed_read_seconds_ago=self._engine.feed_read_seconds_ago(),
             searched_by_filter=self._engine.searched_by_filter(),
+            held_past_limit=self._engine.held_past_limit(),
         )
 
     def preload(self, scope: Scope | None = None) -> IndexStatus:
