@@ -319,20 +319,21 @@ class Engine:
         if not self._keeps_mirrors() or not items:
             return
         limit = self.load_limit or 0
-        crossed = False
+        crossed: set[str] = set()
         ready = self.store.mirrors.ready()
         with self._shared.lock:
             sizes = self._shared.sizes
             for item in items:
                 for d in partition_digests(visibility_of(item)):
                     sizes[d] = sizes.get(d, 0) + 1
-                    crossed = crossed or sizes[d] == limit + 1
+                    if sizes[d] == limit + 1:
+                        crossed.add(d)
                     self._shared.unfolded += d in ready
             # Tails written with no recall to fold them (a bulk import): folded by the writer.
             folding = self._shared.unfolded >= _postings.FOLD_AT
             if folding:
                 self._shared.unfolded = 0
-        if crossed:  # a batch waits: its next recall finds the partition mirrored
+        if crossed:  # a batch waits: the mirror is there when it returns
             self.keep_mirrors(wait=len(items) > 1)
         elif folding:
             self.keep_mirrors()
@@ -787,8 +788,7 @@ class Engine:
         if not with_vectors:
             records = self._embedded_again(records)
         partitions = self._shared.partitions
-        for entry in self._entries(records):
-            partitions.put(entry)
+        partitions.put_many(list(self._entries(records)))
         partitions.remove(set(ids) - {r.id for r in records})
 
     def holding(self, items: Sequence[MemoryItem]) -> None:
@@ -853,9 +853,13 @@ class Engine:
         """Put memories this process just wrote into the index (where a loaded partition
         wants them), and keep the index within its budget."""
         partitions = self._shared.partitions
-        with partitions.loading:
-            for item, vector in zip(items, vectors):
-                partitions.put((item.id, item.content, visibility_of(item), vector))
+        with partitions.loading:  # at once: the index normalises a batch's vectors together
+            partitions.put_many(
+                [
+                    (item.id, item.content, visibility_of(item), vector)
+                    for item, vector in zip(items, vectors)
+                ]
+            )
         keys = list(dict.fromkeys(k for item in items for k in partitions_of(visibility_of(item))))
         self._release_oversized(keys)
         partitions.evict(keep=keys)

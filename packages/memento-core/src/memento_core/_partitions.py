@@ -330,6 +330,10 @@ class PartitionedIndex:
         dropped (it may have moved out of a loaded partition)."""
         self._put_all([entry])
 
+    def put_many(self, entries: Sequence[Entry]) -> None:
+        """``put`` for many memories, indexed in one step."""
+        self._put_all(entries)
+
     def remove(self, memory_ids: Iterable[str]) -> None:
         with self._lock:
             for memory_id in memory_ids:
