@@ -693,3 +693,26 @@ def test_a_held_partition_grown_past_the_hold_bound_is_searched_in_its_mirror(
         assert set(_ids(mem, "note", CAROL, limit=100)) == set(more)
         status = mem.index_status()
         assert status.memories == len(more) and status.held_past_limit == 1
+
+
+def test_a_partition_loaded_before_it_crossed_the_limit_stays_searched_in_memory(
+    store_factory: StoreFactory,
+) -> None:
+    """A process that loaded a small partition, then wrote it past the limit, holds all of
+    it: it keeps it (and mirrors it for the others, who search it there)."""
+    with _open(store_factory) as mem:
+        small = mem.remember_many(_public(LIMIT - 2))
+    with _open(store_factory, track_usage=False) as mem:
+        assert set(_ids(mem, "note", ALICE, limit=60)) == set(small)  # loads it: small
+        assert mem.index_status().loads >= 1
+        grown = small + mem.remember_many(_public(20, tag="later"))
+        status = mem.index_status()
+        assert status.searched_in_store == 1  # mirrored by this writer, for the others
+        assert status.held_past_limit == 1 and status.memories == len(grown)
+        held = _relevance(mem, ALICE)
+        assert set(_ids(mem, "note", ALICE, limit=60)) == set(grown)
+    reading = {"read_only": True} if store_factory.mode == "embedded" else {}
+    with _open(store_factory, track_usage=False, **reading) as mem:
+        assert _relevance(mem, ALICE) == held
+        status = mem.index_status()
+        assert status.memories == 0 and status.held_past_limit == 0  # searched in its mirror
