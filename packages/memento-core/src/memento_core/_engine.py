@@ -319,21 +319,20 @@ class Engine:
         if not self._keeps_mirrors() or not items:
             return
         limit = self.load_limit or 0
-        crossed: set[str] = set()
+        crossed = False
         ready = self.store.mirrors.ready()
         with self._shared.lock:
             sizes = self._shared.sizes
             for item in items:
                 for d in partition_digests(visibility_of(item)):
                     sizes[d] = sizes.get(d, 0) + 1
-                    if sizes[d] == limit + 1:
-                        crossed.add(d)
+                    crossed = crossed or sizes[d] == limit + 1
                     self._shared.unfolded += d in ready
             # Tails written with no recall to fold them (a bulk import): folded by the writer.
             folding = self._shared.unfolded >= _postings.FOLD_AT
             if folding:
                 self._shared.unfolded = 0
-        if crossed:  # a batch waits: the mirror is there when it returns
+        if crossed:  # a batch waits: its next recall finds the partition mirrored
             self.keep_mirrors(wait=len(items) > 1)
         elif folding:
             self.keep_mirrors()
