@@ -62,9 +62,14 @@ CACHE_ENTRIES = 1_500_000
 WRITE_PAGE = 200
 FOLD_CLAIM_US = 120 * 1_000_000
 """A fold claimed this long ago without a new generation was cut short: another may start."""
-FORMAT = 2
-"""Records name terms by a hash (format 1 named the word); a head of another format is not
-read: a writer writes the partition's postings again."""
+FORMAT = 3
+"""Records name terms by a hash (format 1 named the word) and a fold's generation holds
+deltas (format 2 held each touched term whole); a head of another format is not read: a
+writer writes the partition's postings again."""
+MEMBERS = "~members"
+"""A pseudo-term every memory of a generation is listed under (count 1, with its length),
+which no text tokenises to: a fold finds which of its tail's memories the head counts, and
+their former lengths, by reading it, not the postings of every term its tail touched."""
 KINDS = ("term", "head", "tomb", "claim", "gone")
 SETTLE_ROUNDS = 20
 """Rounds of re-reading after a rewrite, at most, before a writer lets the next one finish."""
@@ -174,6 +179,9 @@ class _Built:
     seen: dict[str, int] = field(default_factory=dict)
     struck: dict[str, int] = field(default_factory=dict)
     """Memories taken out after the build (``_settle``), with their lengths."""
+    outs: dict[str, list[str]] = field(default_factory=dict)
+    """Term → memories a delta takes out of it: listed under it by an older generation, no
+    longer holding it (reworded)."""
 
     @property
     def total_length(self) -> int:
@@ -182,6 +190,8 @@ class _Built:
     def add(
         self, memory_id: str, counts: Mapping[str, int], length: int, *, at: int | None = None
     ) -> None:
+        if memory_id not in self.members:
+            counts = {**counts, MEMBERS: 1}
         self.members[memory_id] = length
         if at is not None:
             self.born[memory_id] = at
@@ -191,9 +201,17 @@ class _Built:
             tfs.append(tf)
             lengths.append(length)
 
+    def out(self, term: str, memory_id: str) -> None:
+        self.postings.setdefault(term, ([], [], []))
+        self.outs.setdefault(term, []).append(memory_id)
+
     def without(self, struck: Set[str]) -> dict[str, tuple[list[str], list[int], list[int]]]:
         """Take these memories out; returns the terms that listed them, as they are now."""
         touched = {}
+        for term, outs in self.outs.items():
+            if not struck.isdisjoint(outs):
+                self.outs[term] = [i for i in outs if i not in struck]
+                touched[term] = self.postings[term]
         for term, (ids, tfs, lengths) in self.postings.items():
             if not struck.isdisjoint(ids):
                 keep = [n for n, i in enumerate(ids) if i not in struck]
@@ -268,6 +286,33 @@ def _unpack(text: str) -> np.ndarray:
     import numpy as np
 
     return np.frombuffer(base64.b64decode(text), dtype="<u2").astype(np.float32)
+
+
+def _merged(
+    by_gen: Sequence[tuple[str, Sequence[Mapping[str, Any]]]],
+) -> tuple[list[str], list[float], list[float]]:
+    """One term's postings over a chain of generations (newest first): a memory as the newest
+    one mentioning it lists it, or not at all if that one takes it out (``out``)."""
+    ids: list[str] = []
+    tfs: list[float] = []
+    lengths: list[float] = []
+    seen: set[str] = set()
+    for _, metas in by_gen:
+        listed: list[str] = []
+        for meta in metas:
+            part = json.loads(meta["ids"])
+            if part:
+                tf, size = _unpack(meta["tf"]), _unpack(meta["length"])
+                for n, memory_id in enumerate(part):
+                    if memory_id not in seen:
+                        ids.append(memory_id)
+                        tfs.append(float(tf[n]))
+                        lengths.append(float(size[n]))
+            listed += part
+        seen.update(listed)
+        if metas:
+            seen.update(json.loads(str(metas[0].get("out") or "[]")))
+    return ids, tfs, lengths
 
 
 class PartitionPostings:
@@ -423,7 +468,7 @@ class PartitionPostings:
             }
             if not hit:
                 return True
-            self._write_terms(digest, gen, built.without(hit), rewrite=True)
+            self._write_terms(digest, gen, built.without(hit), rewrite=True, outs=built.outs)
         return True
 
     def _delete_generation(self, digest: str, gen: str) -> None:
@@ -478,7 +523,7 @@ class PartitionPostings:
         drop generations neither it nor the head it replaces builds on (readers holding that
         head keep it until the next)."""
         gen = f"{_now_us():x}{uuid.uuid4().hex[:6]}"
-        self._write_terms(digest, gen, built.postings, shadow=bool(chain))
+        self._write_terms(digest, gen, built.postings, shadow=bool(chain), outs=built.outs)
 
         def head() -> Head:
             struck = built.struck
@@ -508,11 +553,14 @@ class PartitionPostings:
         *,
         rewrite: bool = False,
         shadow: bool = False,
+        outs: Mapping[str, Sequence[str]] | None = None,
     ) -> None:
         """Write these terms' records in a generation; ``rewrite``: they had records there,
         and parts they no longer fill are deleted. A term left with no memory keeps one empty
-        record, naming no word (its id holds a hash of it, as every record id does), so an
-        older generation's record of it is not read instead (``rewrite`` or ``shadow``)."""
+        record, naming no word (its id holds a hash of it, as every record id does), so what
+        it takes out of older generations stays out (``rewrite`` or ``shadow``). ``outs``:
+        each term's memories the generation takes out of older ones (a delta's, in part 0)."""
+        outs = outs or {}
         ids: list[str] = []
         metadatas: list[dict[str, Any]] = []
         gone: list[str] = []
@@ -547,6 +595,7 @@ class PartitionPostings:
                         "ids": "[]",
                         "tf": "",
                         "length": "",
+                        "out": json.dumps(list(outs.get(term, ())), ensure_ascii=False),
                     }
                 )
             for part in range(parts):
@@ -562,6 +611,9 @@ class PartitionPostings:
                         "ids": json.dumps(memory_ids[window], ensure_ascii=False),
                         "tf": _pack(tfs[window]),
                         "length": _pack(lengths[window]),
+                        "out": json.dumps(
+                            list(outs.get(term, ())) if part == 0 else [], ensure_ascii=False
+                        ),
                     }
                 )
                 if len(ids) >= WRITE_PAGE:
@@ -601,15 +653,13 @@ class PartitionPostings:
         tombstone (a mirror being built may be given them yet)."""
         if not held and not struck:
             return
-        terms = sorted({term for found in held.values() for term in found})
+        terms = sorted({term for found in held.values() for term in found} | {MEMBERS})
         head = self.head(digest, fresh=True)
         lengths: dict[str, int] = {}  # in the current generation: its statistics drop them
         if head is not None:
-            for parts in self._term_records(digest, head.gens, terms).values():
-                for _, meta in parts:
-                    listed = json.loads(meta["ids"])
-                    sizes = _unpack(meta["length"])
-                    lengths.update({i: int(sizes[n]) for n, i in enumerate(listed) if i in held})
+            for by_gen in self._term_records(digest, head.gens, terms).values():
+                listed, _, sizes = _merged(by_gen)
+                lengths.update({i: int(sizes[n]) for n, i in enumerate(listed) if i in held})
         at = _now_us()
         every = list(dict.fromkeys([*held, *struck]))
         marks = [f"tomb:{digest}:{_hid(i)}" for i in every]
@@ -655,20 +705,24 @@ class PartitionPostings:
         found = self._term_records(digest, (gen,), terms)
         tombs = self._tombs(digest)
         rewrite: dict[str, tuple[list[str], list[int], list[int]]] = {}
-        for term, parts in found.items():
-            listed = [i for _, meta in parts for i in json.loads(meta["ids"])]
-            if not any(_hid(i) in tombs for i in listed):
+        outs: dict[str, list[str]] = {}
+        for term, by_gen in found.items():
+            parts = [meta for _, metas in by_gen for meta in metas]
+            listed = [i for meta in parts for i in json.loads(meta["ids"])]
+            out = json.loads(str(parts[0].get("out") or "[]")) if parts else []
+            if not any(_hid(i) in tombs for i in [*listed, *out]):
                 continue
-            tfs = [int(v) for _, meta in parts for v in _unpack(meta["tf"])]
-            sizes = [int(v) for _, meta in parts for v in _unpack(meta["length"])]
+            tfs = [int(v) for meta in parts for v in _unpack(meta["tf"])]
+            sizes = [int(v) for meta in parts for v in _unpack(meta["length"])]
             keep = [n for n, i in enumerate(listed) if _hid(i) not in tombs]
             rewrite[term] = (
                 [listed[n] for n in keep],
                 [tfs[n] for n in keep],
                 [sizes[n] for n in keep],
             )
+            outs[term] = [i for i in out if _hid(i) not in tombs]
         if rewrite:
-            self._write_terms(digest, gen, rewrite, rewrite=True)
+            self._write_terms(digest, gen, rewrite, rewrite=True, outs=outs)
         return bool(rewrite)
 
     def drop(self, digest: str) -> None:
@@ -829,30 +883,28 @@ class PartitionPostings:
 
     def _term_records(
         self, digest: str, gens: Sequence[str], terms: Sequence[str]
-    ) -> dict[str, list[tuple[str, dict[str, Any]]]]:
-        """The records of these terms, parts in order, each from the first of ``gens`` (newest
-        first) that holds it (absent terms: none)."""
+    ) -> dict[str, list[tuple[str, list[dict[str, Any]]]]]:
+        """The records of these terms in each of ``gens`` that holds them: term → (gen, its
+        parts in order), newest generation first (absent terms: none)."""
         records = self._collection()
         keys = {_key(t): t for t in terms}
         wanted = [f"{digest}:{g}:{k}:0" for g in gens for k in keys]
         got = _get_ids(records, wanted)
-        first: dict[str, tuple[str, dict[str, Any]]] = {}
-        order = {g: n for n, g in enumerate(gens)}
+        parts: dict[tuple[str, str], dict[int, dict[str, Any]]] = {}
+        more: list[str] = []
         for record_id, meta in zip(got["ids"], got.get("metadatas") or []):
             _, gen, key, _ = record_id.split(":")
-            if key not in first or order[gen] < order[first[key][0]]:
-                first[key] = (gen, meta)
-        found: dict[str, list[tuple[str, dict[str, Any]]]] = {t: [] for t in terms}
-        more: list[str] = []
-        for key, (gen, meta) in first.items():
-            found[keys[key]].append((f"{digest}:{gen}:{key}:0", meta))
+            parts[(key, gen)] = {0: meta}
             more += [f"{digest}:{gen}:{key}:{p}" for p in range(1, int(meta["parts"]))]
         if more:
             extra = _get_ids(records, more)
-            for record_id, meta in sorted(
-                zip(extra["ids"], extra["metadatas"]), key=lambda r: int(r[0].rsplit(":", 1)[1])
-            ):
-                found[keys[record_id.split(":")[2]]].append((record_id, meta))
+            for record_id, meta in zip(extra["ids"], extra["metadatas"]):
+                _, gen, key, part = record_id.split(":")
+                parts[(key, gen)][int(part)] = meta
+        order = {g: n for n, g in enumerate(gens)}
+        found: dict[str, list[tuple[str, list[dict[str, Any]]]]] = {t: [] for t in terms}
+        for (key, gen), held in sorted(parts.items(), key=lambda kv: order[kv[0][1]]):
+            found[keys[key]].append((gen, [held[p] for p in sorted(held)]))
         return found
 
     def _terms(self, head: Head, terms: Sequence[str]) -> dict[str, TermPostings] | None:
@@ -872,15 +924,13 @@ class PartitionPostings:
             parts = self._term_records(head.digest, head.gens, wanted)
             if head.memories and not any(parts.values()) and not self._generation_exists(head):
                 return None
-            empty = np.zeros(0, dtype=np.float32)
             for term in wanted:
-                metas = [meta for _, meta in parts[term]]
-                ids = [i for m in metas for i in json.loads(m["ids"])]
+                ids, tfs, lengths = _merged(parts[term])
                 postings: TermPostings = (
                     ids,
                     self._code(ids),
-                    np.concatenate([_unpack(m["tf"]) for m in metas]) if metas else empty,
-                    np.concatenate([_unpack(m["length"]) for m in metas]) if metas else empty,
+                    np.asarray(tfs, dtype=np.float32),
+                    np.asarray(lengths, dtype=np.float32),
                 )
                 found[term] = postings
                 self._remember((head.digest, head.gen, term), postings)
@@ -1003,36 +1053,38 @@ class PartitionPostings:
                 i: (self._counts_in(m), int(m.get("length", 0)), int(m.get("at", 0)))
                 for i, m in zip(got["ids"], got["metadatas"])
             }
+            earlier: dict[str, list[str]] = {}
             if len(head.chain) + 1 >= CHAIN_AT_MOST:
                 present = set(_paged_get(mirror)["ids"])  # some left the partition
                 base = self._base(head)
                 chain: tuple[str, ...] = ()
             else:
+                # A delta: the tail's postings, and its reworded memories taken out of the
+                # terms they no longer hold; what the head lists stays where it is. Which of
+                # the tail the head counts, and their former lengths: its members.
                 earlier = {
                     i: str(m.get("earlier") or "").split()
                     for i, m in zip(got["ids"], got["metadatas"])
                 }
-                touched = sorted(
-                    {t for counts, _, _ in tail.values() for t in counts}
-                    | {t for terms in earlier.values() for t in terms}
-                )
-                base = self._base(head, touched)
+                base = self._base(head, [MEMBERS])
                 present = None
                 chain = head.gens
             tombs = self._tombs(digest)  # read after what they may strike out
             built = _Built(seen=dict(tombs))
             in_base: dict[str, int] = {}
             for term, ids, tfs, lengths in base:
-                built.postings.setdefault(term, ([], [], []))
                 for n, memory_id in enumerate(ids):
                     if memory_id in tail:
                         in_base[memory_id] = lengths[n]
                         continue
+                    if chain:  # a delta copies nothing of the head
+                        continue
                     if (present is not None and memory_id not in present) or (
-                        _hid(memory_id) in tombs
+                        tombs and _hid(memory_id) in tombs
                     ):
                         continue
-                    built.add(memory_id, {term: tfs[n]}, lengths[n])
+                    # Its membership (``MEMBERS``) comes with its first term.
+                    built.add(memory_id, {} if term == MEMBERS else {term: tfs[n]}, lengths[n])
             returned = []  # back in the partition after it was taken out
             folded: dict[str, int] = {}
             for memory_id, (counts, length, at) in tail.items():
@@ -1043,6 +1095,9 @@ class PartitionPostings:
                     returned.append(memory_id)
                 built.add(memory_id, counts, length, at=at)
                 folded[memory_id] = length
+                for term in earlier.get(memory_id, ()):
+                    if term not in counts:
+                        built.out(term, memory_id)
             if chain:  # what the head counted, the tail's new memories, the reworded ones
                 memories = head.memories + len(folded.keys() - in_base.keys())
                 total = head.total_length + sum(folded.values())
@@ -1073,15 +1128,12 @@ class PartitionPostings:
         self, head: Head, terms: Sequence[str] | None = None
     ) -> list[tuple[str, list[str], list[int], list[int]]]:
         """The postings the head holds of ``terms`` (all, without): term, ids, counts,
-        lengths, each term from the newest generation holding it."""
-        import numpy as np
-
+        lengths, each term merged over the generations it builds on (``_merged``)."""
         if terms is not None:
             found = self._term_records(head.digest, head.gens, terms)
-            metas = {t: [m for _, m in parts] for t, parts in found.items() if parts}
+            by_term = {t: by_gen for t, by_gen in found.items() if by_gen}
         else:
-            newest: dict[str, tuple[int, dict[int, dict[str, Any]]]] = {}
-            order = {g: n for n, g in enumerate(head.gens)}
+            every: dict[str, dict[str, dict[int, dict[str, Any]]]] = {}
             records = self._collection()
             offset = 0
             while True:
@@ -1102,24 +1154,17 @@ class PartitionPostings:
                 offset += len(page["ids"])
                 for record_id, meta in zip(page["ids"], page["metadatas"]):
                     _, gen, key, part = record_id.split(":")
-                    rank = order[gen]
-                    if key not in newest or rank < newest[key][0]:
-                        newest[key] = (rank, {})
-                    if newest[key][0] == rank:
-                        newest[key][1][int(part)] = meta
-            metas = {}
-            for _, parts in newest.values():
-                ordered = [parts[p] for p in sorted(parts)]
-                if ordered and "term" in ordered[0]:
-                    metas[str(ordered[0]["term"])] = ordered
+                    every.setdefault(key, {}).setdefault(gen, {})[int(part)] = meta
+            by_term = {}
+            for gens in every.values():
+                chain = [(g, [gens[g][p] for p in sorted(gens[g])]) for g in head.gens if g in gens]
+                named = [m["term"] for _, metas in chain for m in metas if m.get("term")]
+                if named:  # a term all of whose records are empty lists nothing
+                    by_term[str(named[0])] = chain
+        merged = {term: _merged(by_gen) for term, by_gen in by_term.items()}
         return [
-            (
-                term,
-                [i for m in parts for i in json.loads(m["ids"])],
-                [int(v) for m in parts for v in _unpack(m["tf"]).astype(np.int64)],
-                [int(v) for m in parts for v in _unpack(m["length"]).astype(np.int64)],
-            )
-            for term, parts in metas.items()
+            (term, ids, [int(v) for v in tfs], [int(v) for v in lengths])
+            for term, (ids, tfs, lengths) in merged.items()
         ]
 
     def _claimed(self, digest: str) -> bool:
