@@ -7,6 +7,11 @@ mirror's HNSW, for its keywords these postings. They sit in ``<prefix>_postings`
   <part>``, listing every memory of the partition holding the term with the term's count there
   and the memory's length in terms (parts of ``PART`` memories), and a head, ``head:<digest>``,
   naming the generation, its *mark* (µs), and how many memories and terms it holds in all;
+  a fold's generation is a *delta* on the ones before it (the head's ``chain``): for each term
+  its tail touched, the tail's memories holding it, and (``out``) those reworded so that they
+  no longer do; a term's postings are the chain's records merged, the newest mention of a
+  memory winning (``_merged``), so a fold writes what its tail holds, whatever the partition
+  holds. Every ``CHAIN_AT_MOST``-th fold writes every term whole again;
 - the **tail**: the memories written to the mirror since the mark. A writer stamps each memory it
   puts into a mirror with ``at`` and its terms' counts (``_mirrors``), so a reader reads the tail
   from the mirror (``at`` at or after the mark; then only what is newer) and lets its entries
@@ -50,8 +55,9 @@ PART = 20_000
 FOLD_AT = 1_000
 FOLD_SHARE = 0.1
 """A process that may write folds a tail into a new generation once it holds ``FOLD_AT``
-memories put since the last fold, or a tenth of the base if more: a fold rewrites the base
-whole, so folding in proportion to it keeps its cost a constant share of each write."""
+memories put since the last fold, or a tenth of the base if more: every ``CHAIN_AT_MOST``-th
+fold rewrites the base whole, so folding in proportion to it keeps that cost a constant share
+of each write (the folds between write deltas, which cost what their tail holds)."""
 OVERLAP_US = 10_000_000
 """A mark lies this far before the fold's read (µs): a write stamped before its mirror write
 commits is in the tail at least this long, so no fold misses it."""
@@ -1036,10 +1042,11 @@ class PartitionPostings:
 
     def fold(self, digest: str) -> bool:
         """Fold the partition's tail into a new generation (unless another process is at it);
-        returns whether it did. The generation holds only the terms the tail touched (its
-        memories' terms, and those of the texts they replaced) and builds on the current
-        one, so a fold costs what its tail does; every ``CHAIN_AT_MOST`` folds, one rewrites
-        every term. A memory taken out of the partition (a tombstone) is left out, whenever
+        returns whether it did. The generation is a delta on the current one: the tail's
+        postings, and its reworded memories taken out of the terms they left; it reads of the
+        head only its members (``MEMBERS``: which of the tail it counts, and their former
+        lengths), so a fold costs what its tail does; every ``CHAIN_AT_MOST`` folds, one
+        rewrites every term. A memory taken out of the partition (a tombstone) is left out, whenever
         the scrub that took it out ran (``_settle``)."""
         head = self.head(digest, fresh=True)
         if head is None or self._claimed(digest):
