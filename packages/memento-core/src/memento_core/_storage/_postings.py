@@ -296,29 +296,44 @@ def _unpack(text: str) -> np.ndarray:
 
 def _merged(
     by_gen: Sequence[tuple[str, Sequence[Mapping[str, Any]]]],
-) -> tuple[list[str], list[float], list[float]]:
+) -> tuple[list[str], np.ndarray, np.ndarray]:
     """One term's postings over a chain of generations (newest first): a memory as the newest
     one mentioning it lists it, or not at all if that one takes it out (``out``)."""
+    import numpy as np
+
     ids: list[str] = []
-    tfs: list[float] = []
-    lengths: list[float] = []
+    tfs: list[np.ndarray] = []
+    lengths: list[np.ndarray] = []
     seen: set[str] = set()
     for _, metas in by_gen:
         listed: list[str] = []
         for meta in metas:
             part = json.loads(meta["ids"])
-            if part:
-                tf, size = _unpack(meta["tf"]), _unpack(meta["length"])
-                for n, memory_id in enumerate(part):
-                    if memory_id not in seen:
-                        ids.append(memory_id)
-                        tfs.append(float(tf[n]))
-                        lengths.append(float(size[n]))
+            if not part:
+                continue
+            tf, size = _unpack(meta["tf"]), _unpack(meta["length"])
+            if seen:  # a newer generation mentions some: those are taken from it
+                keep = [n for n, memory_id in enumerate(part) if memory_id not in seen]
+                if len(keep) < len(part):
+                    tf, size = tf[keep], size[keep]
+                    ids += [part[n] for n in keep]
+                else:
+                    ids += part
+            else:
+                ids += part
+            tfs.append(tf)
+            lengths.append(size)
             listed += part
-        seen.update(listed)
-        if metas:
-            seen.update(json.loads(str(metas[0].get("out") or "[]")))
-    return ids, tfs, lengths
+        if len(by_gen) > 1:
+            seen.update(listed)
+            if metas:
+                seen.update(json.loads(str(metas[0].get("out") or "[]")))
+    empty = np.zeros(0, dtype=np.float32)
+    return (
+        ids,
+        np.concatenate(tfs) if tfs else empty,
+        np.concatenate(lengths) if lengths else empty,
+    )
 
 
 class PartitionPostings:
@@ -916,7 +931,6 @@ class PartitionPostings:
     def _terms(self, head: Head, terms: Sequence[str]) -> dict[str, TermPostings] | None:
         """The base postings of ``terms`` in this generation (cached: it never changes);
         None when the generation is gone."""
-        import numpy as np
 
         found: dict[str, TermPostings] = {}
         with self._lock:
@@ -932,12 +946,7 @@ class PartitionPostings:
                 return None
             for term in wanted:
                 ids, tfs, lengths = _merged(parts[term])
-                postings: TermPostings = (
-                    ids,
-                    self._code(ids),
-                    np.asarray(tfs, dtype=np.float32),
-                    np.asarray(lengths, dtype=np.float32),
-                )
+                postings: TermPostings = (ids, self._code(ids), tfs, lengths)
                 found[term] = postings
                 self._remember((head.digest, head.gen, term), postings)
         return found
@@ -1136,6 +1145,8 @@ class PartitionPostings:
     ) -> list[tuple[str, list[str], list[int], list[int]]]:
         """The postings the head holds of ``terms`` (all, without): term, ids, counts,
         lengths, each term merged over the generations it builds on (``_merged``)."""
+        import numpy as np
+
         if terms is not None:
             found = self._term_records(head.digest, head.gens, terms)
             by_term = {t: by_gen for t, by_gen in found.items() if by_gen}
@@ -1170,7 +1181,12 @@ class PartitionPostings:
                     by_term[str(named[0])] = chain
         merged = {term: _merged(by_gen) for term, by_gen in by_term.items()}
         return [
-            (term, ids, [int(v) for v in tfs], [int(v) for v in lengths])
+            (
+                term,
+                ids,
+                [int(v) for v in tfs.astype(np.int64)],
+                [int(v) for v in lengths.astype(np.int64)],
+            )
             for term, (ids, tfs, lengths) in merged.items()
         ]
 
