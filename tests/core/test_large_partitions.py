@@ -344,6 +344,7 @@ def test_without_a_load_limit_every_partition_is_loaded_and_searched_exactly(
         mem.remember_many(_public(30))  # mirrored by the write that made it cross the limit
         mem.remember("alice's budget review notes are in the blue folder", scope=ALICE)
         assert mem.mirror_large_partitions() == 0
+    with _open(store_factory) as mem:
         searched = _relevance(mem, ALICE)  # public is searched in its mirror
         assert mem.index_status().memories == 1
     with store_factory.open(partition_load_limit=None) as mem:  # every partition loaded
@@ -637,3 +638,81 @@ def test_incremental_folds_stay_exact_through_rewordings_erasures_and_a_compacti
     assert _differences(searched, exact) == [], _differences(searched, exact)
     lighthouse = {i for i, (_, keyword) in searched["lighthouse keeper"].items() if keyword}
     assert lighthouse == set(notes[:10])
+
+
+def test_the_writer_of_a_large_partition_searches_it_in_memory_and_others_in_its_mirror(
+    store_factory: StoreFactory,
+) -> None:
+    """A process that wrote a partition from empty holds all of it: past the load limit it
+    keeps searching it in memory, exactly, reading nothing back, while the mirror it made
+    serves a fresh process, which copies nothing; both rank alike."""
+    with _open(store_factory, track_usage=False) as mem:
+        public = mem.remember_many(_public(40))
+        own = mem.remember("alice's budget review notes are in the blue folder", scope=ALICE)
+        status = mem.index_status()
+        assert status.searched_in_store == 1  # mirrored by this writer, for the others
+        assert status.held_past_limit == 1 and status.memories == 41  # and held here
+        assert status.loads == 0  # nothing was read back
+        held = _relevance(mem, ALICE)
+        top = _ids(mem, "where are alice's budget review notes", ALICE, limit=1)
+        assert set(_ids(mem, "note", ALICE, limit=60)) == {*public, own}
+        status = mem.index_status()
+        assert status.held_past_limit == 1 and status.memories == 41
+        assert status.loads == 1  # apollo's team partition, empty: public was not read
+    reading = {"read_only": True} if store_factory.mode == "embedded" else {}
+    with _open(store_factory, track_usage=False, **reading) as mem:
+        assert _relevance(mem, ALICE) == held
+        assert _ids(mem, "where are alice's budget review notes", ALICE, limit=1) == top == [own]
+        status = mem.index_status()
+        assert status.memories == 1 and status.held_past_limit == 0  # public was not copied
+        assert status.loads == 2 and status.searched_by_filter == 0  # alice's and apollo's
+
+
+def test_a_held_partition_grown_past_the_hold_bound_is_searched_in_its_mirror(
+    store_factory: StoreFactory,
+) -> None:
+    """Holding is bounded (``HOLD_FACTOR`` times the load limit: 40 memories here): past it,
+    the writer drops the partition and searches its mirror; a partition a process preloaded
+    stays loaded however it grows. Nothing is lost on either path."""
+    from memento_core._partitions import HOLD_FACTOR
+
+    limit = 2
+    bound = HOLD_FACTOR * limit
+    with _open(store_factory, partition_load_limit=limit) as mem:
+        first = mem.remember_many(_public(bound - 5))
+        assert mem.index_status().held_past_limit == 1
+        assert mem.index_status().memories == bound - 5
+        grown = first + mem.remember_many(_public(10, tag="later"))
+        status = mem.index_status()
+        assert status.held_past_limit == 0 and status.memories == 0
+        assert set(_ids(mem, "note", CAROL, limit=100)) == set(grown)
+        assert mem.index_status().memories == 0  # searched in its mirror
+    with _open(store_factory, partition_load_limit=limit) as mem:
+        mem.preload(CAROL)
+        more = grown + mem.remember_many(_public(5, tag="newest"))
+        assert set(_ids(mem, "note", CAROL, limit=100)) == set(more)
+        status = mem.index_status()
+        assert status.memories == len(more) and status.held_past_limit == 1
+
+
+def test_a_partition_loaded_before_it_crossed_the_limit_stays_searched_in_memory(
+    store_factory: StoreFactory,
+) -> None:
+    """A process that loaded a small partition, then wrote it past the limit, holds all of
+    it: it keeps it (and mirrors it for the others, who search it there)."""
+    with _open(store_factory) as mem:
+        small = mem.remember_many(_public(LIMIT - 2))
+    with _open(store_factory, track_usage=False) as mem:
+        assert set(_ids(mem, "note", ALICE, limit=60)) == set(small)  # loads it: small
+        assert mem.index_status().loads >= 1
+        grown = small + mem.remember_many(_public(20, tag="later"))
+        status = mem.index_status()
+        assert status.searched_in_store == 1  # mirrored by this writer, for the others
+        assert status.held_past_limit == 1 and status.memories == len(grown)
+        held = _relevance(mem, ALICE)
+        assert set(_ids(mem, "note", ALICE, limit=60)) == set(grown)
+    reading = {"read_only": True} if store_factory.mode == "embedded" else {}
+    with _open(store_factory, track_usage=False, **reading) as mem:
+        assert _relevance(mem, ALICE) == held
+        status = mem.index_status()
+        assert status.memories == 0 and status.held_past_limit == 0  # searched in its mirror

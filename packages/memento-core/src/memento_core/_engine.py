@@ -31,6 +31,8 @@ from memento_core._candidate_index import CandidateIndex, tokenize
 from memento_core._drafts import check_id
 from memento_core._model import MemoryItem, Scope, utcnow
 from memento_core._partitions import (
+    EVICT_TO,
+    HOLD_FACTOR,
     PUBLIC,
     TEAM,
     USER,
@@ -79,6 +81,9 @@ read may commit just after it. Entries already applied are skipped by id."""
 FEED_RETENTION_US = 24 * 3600 * 1_000_000
 """Feed entries older than this are pruned; a reader idle longer reloads the index."""
 PRUNE_EVERY = 600.0
+NOT_NEW_AT_MOST = 100_000
+"""Partitions this process remembers having found stored already when it first wrote to
+them (``Engine.holding``); past that it forgets them all and looks again."""
 
 
 class _Shared:
@@ -115,6 +120,7 @@ class _Shared:
         self.sizes: dict[str, int] = {}  # partition digest → memories, as a writer counts
         self.unmirrored: dict[str, float] = {}  # digest → when a recall searched it filtered
         self.unfolded = 0  # memories written to mirrors since the writer last had them folded
+        self.not_new: set[str] = set()  # partitions found stored already when first written
 
 
 _SHARED: dict[tuple[str, str], _Shared] = {}
@@ -471,6 +477,8 @@ class Engine:
         # they describe), so none of them is read a second time afterwards.
         self.catch_up(force=bool(partitions.missing(near)))
         load_partitions(partitions, near, self._read_partition)
+        if load_all:  # kept whole, however large they grow (``preload``)
+            partitions.pin(keys)
         return far, filtered
 
     def searched_in_store(self, keys: Sequence[str]) -> tuple[str, ...]:
@@ -486,6 +494,7 @@ class Engine:
         the change feed says is written to them from then on is indexed here as well."""
         if self.load_limit is None:
             return (), ()
+        self._release_oversized(keys)
         missing = self._shared.partitions.missing(keys)
         if not missing:
             return (), ()
@@ -778,17 +787,81 @@ class Engine:
         if not with_vectors:
             records = self._embedded_again(records)
         partitions = self._shared.partitions
-        for entry in self._entries(records):
-            partitions.put(entry)
+        partitions.put_many(list(self._entries(records)))
         partitions.remove(set(ids) - {r.id for r in records})
+
+    def holding(self, items: Sequence[MemoryItem]) -> None:
+        """Before this process writes ``items``: hold in its index, from now on, the
+        partitions they are the first memories of (an empty partition, loaded). What it
+        writes to them is then indexed as written, and its recalls search them here, exactly,
+        even once they pass the load limit (up to ``HOLD_FACTOR`` times it), while other
+        processes search the mirror it makes: a batch writer that recalls what it wrote (a
+        conversation archived, then asked about) neither reads it back nor searches it in the
+        store. Each partition not loaded is looked up in the directory once per process; a
+        partition stored already is left to recall's loads. None is held once the index is
+        near its budget, so a process that only writes stops growing there."""
+        partitions = self._shared.partitions
+        if self.read_only or partitions.index.nbytes() >= EVICT_TO * partitions.budget_bytes:
+            return
+        keys = dict.fromkeys(k for item in items for k in partitions_of(visibility_of(item)))
+        with self._shared.lock:
+            unknown = [k for k in keys if k not in self._shared.not_new]
+        unknown = partitions.missing(unknown)
+        if not unknown or not self.store.directory.complete():
+            return
+        # As before a load: every feed entry visible now is applied, so none naming one of
+        # these partitions is skipped as applied once it is held.
+        self.catch_up(force=True)
+        with partitions.loading:
+            for key in partitions.missing(unknown):
+                listed = self.store.directory.members(digest(key))
+                if listed is not None and not listed.ids:
+                    partitions.hold(key)
+                    continue
+                with self._shared.lock:
+                    if len(self._shared.not_new) >= NOT_NEW_AT_MOST:
+                        self._shared.not_new.clear()
+                    self._shared.not_new.add(key)
+
+    def _release_oversized(self, keys: Iterable[str]) -> None:
+        """Drop the loaded partitions of ``keys`` past ``HOLD_FACTOR`` times the load limit
+        that are mirrored (with postings): searched in the mirror from now on."""
+        if self.load_limit is None:
+            return
+        partitions = self._shared.partitions
+        oversized = [
+            k for k, n in partitions.sizes(keys).items() if n > HOLD_FACTOR * self.load_limit
+        ]
+        if not oversized:
+            return
+        mirrors = self.store.mirrors
+        ready = mirrors.ready()
+        for key in oversized:
+            name = digest(key)
+            if name in ready and mirrors.has_postings(name, fresh=False):
+                partitions.release(key)
+
+    def held_past_limit(self) -> int:
+        """Loaded partitions listing more than the load limit (``IndexStatus``)."""
+        if self.load_limit is None:
+            return 0
+        limit = self.load_limit
+        return sum(1 for n in self._shared.partitions.sizes().values() if n > limit)
 
     def indexed(self, items: Sequence[MemoryItem], vectors: Any) -> None:
         """Put memories this process just wrote into the index (where a loaded partition
-        wants them)."""
+        wants them), and keep the index within its budget."""
         partitions = self._shared.partitions
-        with partitions.loading:
-            for item, vector in zip(items, vectors):
-                partitions.put((item.id, item.content, visibility_of(item), vector))
+        with partitions.loading:  # at once: the index normalises a batch's vectors together
+            partitions.put_many(
+                [
+                    (item.id, item.content, visibility_of(item), vector)
+                    for item, vector in zip(items, vectors)
+                ]
+            )
+        keys = list(dict.fromkeys(k for item in items for k in partitions_of(visibility_of(item))))
+        self._release_oversized(keys)
+        partitions.evict(keep=keys)
 
     def dropped(self, memory_ids: Iterable[str]) -> None:
         """Memories a read found gone from the store (erased by another process, whose feed

@@ -151,7 +151,10 @@ class Memento:
         loaded: the first process to find it so copies it into a collection of its own, which
         recall then searches where it lives — a fast first recall at any size; its keyword side
         is exact, its nearest neighbours HNSW's (at 1M memories 0.9965 of the exact top 10,
-        ``benchmarks/results/scale.md``). With None every partition is loaded whole.
+        ``benchmarks/results/scale.md``). A process that holds a partition whole already (it
+        wrote it from its first memory, or loaded it before it crossed the limit) keeps
+        searching it in memory, exactly, up to 20 times the limit (``index_status().
+        held_past_limit``). With None every partition is loaded whole.
         """
         if path is not None and url is not None:
             raise InvalidInput("give either a path (embedded store) or a url (Chroma server)")
@@ -354,6 +357,7 @@ class Memento:
             searched_in_store=len(self._engine.store.mirrors.ready()),
             feed_read_seconds_ago=self._engine.feed_read_seconds_ago(),
             searched_by_filter=self._engine.searched_by_filter(),
+            held_past_limit=self._engine.held_past_limit(),
         )
 
     def preload(self, scope: Scope | None = None) -> IndexStatus:

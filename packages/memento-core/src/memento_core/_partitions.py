@@ -57,6 +57,15 @@ DEFAULT_LOAD_LIMIT = 500
 0.3 ms a memory, so two of 500 stay within a quarter second, and a larger one answers from its
 mirror (``_storage._mirrors``): at 1M memories on a server, 0.9965 of the exact top 10
 (``benchmarks/results/scale.md``)."""
+HOLD_FACTOR = 20
+"""A partition this process holds whole — it wrote every memory of it (``Engine.holding``), or
+loaded it before it crossed the load limit — stays in its index, searched here exactly and
+without a store round trip, until it lists this many times the load limit (10,000 memories by
+default); then, once mirrored, it is dropped and searched in its mirror like any process does.
+The load limit bounds what a *cold* process pays to load (0.3 ms a memory); holding costs
+nothing to load, only memory (about 1.7 KB a memory: 17 MB at the bound) and an exact scan that
+grows with the partition (at 10,000 memories a few ms, where HNSW in the store costs 1–4 ms
+plus the round trip). The index budget bounds the total as for any loaded partition."""
 NOT_PUBLIC = frozenset([Privacy.PRIVATE.value, Privacy.TEAM.value])
 FILL_CHUNK = 1_000
 EVICT_TO = 0.8
@@ -92,6 +101,11 @@ class IndexStatus:
     """Partitions too large to load that have no mirror yet (a writer makes it in the
     background): their recent recalls searched them in the store by a filtered vector query,
     bounded, without their keyword side, instead of copying them while a user waits."""
+    held_past_limit: int = 0
+    """Partitions listing more than the load limit that this process holds whole all the
+    same (it wrote them from empty, or loaded them before they crossed the limit): its
+    recalls search them here, exactly, while other processes search their mirrors
+    (``HOLD_FACTOR`` bounds how large one may grow so)."""
 
 
 def partitions_of(visibility: Visibility) -> tuple[str, ...]:
@@ -153,6 +167,7 @@ class PartitionedIndex:
         # from now on is indexed here (members of ``_members`` too), but they count as missing.
         self._following: dict[str, int] = {}  # key → followed from (µs)
         self._followed_since: dict[str, int] = {}  # key → first followed (µs), kept
+        self._pinned: set[str] = set()  # loaded by ``preload``: never released (``release``)
         self._keys_of: dict[str, tuple[str, ...]] = {}
         self._by_digest: dict[str, str] = {}
         self.loads = 0
@@ -219,6 +234,18 @@ class PartitionedIndex:
     def holds(self, memory_id: str) -> bool:
         return memory_id in self._keys_of
 
+    def sizes(self, keys: Iterable[str] | None = None) -> dict[str, int]:
+        """How many memories each loaded partition (of ``keys``, else all) holds; those
+        being read or followed are not loaded."""
+        with self._lock:
+            skip = self._filling | self._following.keys()
+            wanted = self._members.keys() if keys is None else keys
+            return {
+                key: len(self._members[key])
+                for key in wanted
+                if key in self._members and key not in skip
+            }
+
     def status(self) -> IndexStatus:
         with self._lock:
             return IndexStatus(
@@ -231,6 +258,28 @@ class PartitionedIndex:
             )
 
     # ------------------------------------------------------------------ changes
+
+    def hold(self, key: str) -> None:
+        """Load a partition known to be empty (this process is about to write its first
+        memories): what it writes to it from now on is indexed here, and the partition is
+        whole here without ever being read."""
+        with self._lock:
+            if key not in self._members:
+                self._members[key] = set()
+                self._by_digest[digest(key)] = key
+
+    def pin(self, keys: Iterable[str]) -> None:
+        """Keep these loaded partitions however large they grow (``release`` skips them);
+        only eviction drops them."""
+        with self._lock:
+            self._pinned.update(k for k in keys if k in self._members)
+
+    def release(self, key: str) -> None:
+        """Drop a loaded partition that grew too large to keep (``HOLD_FACTOR``), unless
+        pinned."""
+        with self._lock:
+            if key in self._members and key not in self._filling | self._pinned:
+                self._drop(key)
 
     def add_partition(self, key: str, entries: Iterable[Entry]) -> None:
         """A partition read from the store: index its memories and mark it loaded. The read
@@ -281,6 +330,10 @@ class PartitionedIndex:
         dropped (it may have moved out of a loaded partition)."""
         self._put_all([entry])
 
+    def put_many(self, entries: Sequence[Entry]) -> None:
+        """``put`` for many memories, indexed in one step."""
+        self._put_all(entries)
+
     def remove(self, memory_ids: Iterable[str]) -> None:
         with self._lock:
             for memory_id in memory_ids:
@@ -299,6 +352,7 @@ class PartitionedIndex:
             self._members.clear()
             self._filling.clear()
             self._following.clear()
+            self._pinned.clear()
             self._keys_of.clear()
             self.index = CandidateIndex()
 
@@ -319,6 +373,7 @@ class PartitionedIndex:
 
     def _drop(self, key: str) -> None:
         self._following.pop(key, None)
+        self._pinned.discard(key)
         for memory_id in self._members.pop(key, ()):
             others = tuple(k for k in self._keys_of[memory_id] if k != key)
             if others:

@@ -200,6 +200,7 @@ def store_items(
     """
     for item in items:  # every value fits the store before the first batch is written
         item_metadata(item, "")
+    engine.holding(items)  # the partitions these are the first memories of: indexed here
     ordered = sorted(items, key=lambda item: len(item.content), reverse=True)
     batches = [ordered[start : start + batch_size] for start in range(0, len(ordered), batch_size)]
 

@@ -204,6 +204,8 @@ class PartitionMirrors:
         stamped: bool = True,
         replaced: Sequence[str] = (),
     ) -> None:
+        import numpy as np  # not at import time: ``import memento_core`` stays light
+
         mirror = self._mirror(digest)
         earlier: dict[str, list[str]] = {}
         if replaced:  # the terms its postings may list them under
@@ -216,7 +218,8 @@ class PartitionMirrors:
                 meta["earlier"] = " ".join(earlier[memory_id])
         mirror.upsert(
             ids=list(ids),
-            embeddings=[list(map(float, v)) for v in vectors],
+            # One array, not lists of Python floats: Chroma takes it as it is.
+            embeddings=np.asarray(vectors, dtype=np.float32).reshape(len(ids), -1),
             metadatas=metadatas,
         )
         if stamped:

@@ -7,6 +7,11 @@ mirror's HNSW, for its keywords these postings. They sit in ``<prefix>_postings`
   <part>``, listing every memory of the partition holding the term with the term's count there
   and the memory's length in terms (parts of ``PART`` memories), and a head, ``head:<digest>``,
   naming the generation, its *mark* (µs), and how many memories and terms it holds in all;
+  a fold's generation is a *delta* on the ones before it (the head's ``chain``): for each term
+  its tail touched, the tail's memories holding it, and (``out``) those reworded so that they
+  no longer do; a term's postings are the chain's records merged, the newest mention of a
+  memory winning (``_merged``), so a fold writes what its tail holds, whatever the partition
+  holds. Every ``CHAIN_AT_MOST``-th fold writes every term whole again;
 - the **tail**: the memories written to the mirror since the mark. A writer stamps each memory it
   puts into a mirror with ``at`` and its terms' counts (``_mirrors``), so a reader reads the tail
   from the mirror (``at`` at or after the mark; then only what is newer) and lets its entries
@@ -50,8 +55,9 @@ PART = 20_000
 FOLD_AT = 1_000
 FOLD_SHARE = 0.1
 """A process that may write folds a tail into a new generation once it holds ``FOLD_AT``
-memories put since the last fold, or a tenth of the base if more: a fold rewrites the base
-whole, so folding in proportion to it keeps its cost a constant share of each write."""
+memories put since the last fold, or a tenth of the base if more: every ``CHAIN_AT_MOST``-th
+fold rewrites the base whole, so folding in proportion to it keeps that cost a constant share
+of each write (the folds between write deltas, which cost what their tail holds)."""
 OVERLAP_US = 10_000_000
 """A mark lies this far before the fold's read (µs): a write stamped before its mirror write
 commits is in the tail at least this long, so no fold misses it."""
@@ -62,9 +68,14 @@ CACHE_ENTRIES = 1_500_000
 WRITE_PAGE = 200
 FOLD_CLAIM_US = 120 * 1_000_000
 """A fold claimed this long ago without a new generation was cut short: another may start."""
-FORMAT = 2
-"""Records name terms by a hash (format 1 named the word); a head of another format is not
-read: a writer writes the partition's postings again."""
+FORMAT = 3
+"""Records name terms by a hash (format 1 named the word) and a fold's generation holds
+deltas (format 2 held each touched term whole); a head of another format is not read: a
+writer writes the partition's postings again."""
+MEMBERS = "~members"
+"""A pseudo-term every memory of a generation is listed under (count 1, with its length),
+which no text tokenises to: a fold finds which of its tail's memories the head counts, and
+their former lengths, by reading it, not the postings of every term its tail touched."""
 KINDS = ("term", "head", "tomb", "claim", "gone")
 SETTLE_ROUNDS = 20
 """Rounds of re-reading after a rewrite, at most, before a writer lets the next one finish."""
@@ -174,6 +185,9 @@ class _Built:
     seen: dict[str, int] = field(default_factory=dict)
     struck: dict[str, int] = field(default_factory=dict)
     """Memories taken out after the build (``_settle``), with their lengths."""
+    outs: dict[str, list[str]] = field(default_factory=dict)
+    """Term → memories a delta takes out of it: listed under it by an older generation, no
+    longer holding it (reworded)."""
 
     @property
     def total_length(self) -> int:
@@ -182,6 +196,8 @@ class _Built:
     def add(
         self, memory_id: str, counts: Mapping[str, int], length: int, *, at: int | None = None
     ) -> None:
+        if memory_id not in self.members:
+            counts = {**counts, MEMBERS: 1}
         self.members[memory_id] = length
         if at is not None:
             self.born[memory_id] = at
@@ -191,9 +207,17 @@ class _Built:
             tfs.append(tf)
             lengths.append(length)
 
+    def out(self, term: str, memory_id: str) -> None:
+        self.postings.setdefault(term, ([], [], []))
+        self.outs.setdefault(term, []).append(memory_id)
+
     def without(self, struck: Set[str]) -> dict[str, tuple[list[str], list[int], list[int]]]:
         """Take these memories out; returns the terms that listed them, as they are now."""
         touched = {}
+        for term, outs in self.outs.items():
+            if not struck.isdisjoint(outs):
+                self.outs[term] = [i for i in outs if i not in struck]
+                touched[term] = self.postings[term]
         for term, (ids, tfs, lengths) in self.postings.items():
             if not struck.isdisjoint(ids):
                 keep = [n for n, i in enumerate(ids) if i not in struck]
@@ -268,6 +292,48 @@ def _unpack(text: str) -> np.ndarray:
     import numpy as np
 
     return np.frombuffer(base64.b64decode(text), dtype="<u2").astype(np.float32)
+
+
+def _merged(
+    by_gen: Sequence[tuple[str, Sequence[Mapping[str, Any]]]],
+) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """One term's postings over a chain of generations (newest first): a memory as the newest
+    one mentioning it lists it, or not at all if that one takes it out (``out``)."""
+    import numpy as np
+
+    ids: list[str] = []
+    tfs: list[np.ndarray] = []
+    lengths: list[np.ndarray] = []
+    seen: set[str] = set()
+    for _, metas in by_gen:
+        listed: list[str] = []
+        for meta in metas:
+            part = json.loads(meta["ids"])
+            if not part:
+                continue
+            tf, size = _unpack(meta["tf"]), _unpack(meta["length"])
+            if seen:  # a newer generation mentions some: those are taken from it
+                keep = [n for n, memory_id in enumerate(part) if memory_id not in seen]
+                if len(keep) < len(part):
+                    tf, size = tf[keep], size[keep]
+                    ids += [part[n] for n in keep]
+                else:
+                    ids += part
+            else:
+                ids += part
+            tfs.append(tf)
+            lengths.append(size)
+            listed += part
+        if len(by_gen) > 1:
+            seen.update(listed)
+            if metas:
+                seen.update(json.loads(str(metas[0].get("out") or "[]")))
+    empty = np.zeros(0, dtype=np.float32)
+    return (
+        ids,
+        np.concatenate(tfs) if tfs else empty,
+        np.concatenate(lengths) if lengths else empty,
+    )
 
 
 class PartitionPostings:
@@ -423,7 +489,7 @@ class PartitionPostings:
             }
             if not hit:
                 return True
-            self._write_terms(digest, gen, built.without(hit), rewrite=True)
+            self._write_terms(digest, gen, built.without(hit), rewrite=True, outs=built.outs)
         return True
 
     def _delete_generation(self, digest: str, gen: str) -> None:
@@ -478,7 +544,7 @@ class PartitionPostings:
         drop generations neither it nor the head it replaces builds on (readers holding that
         head keep it until the next)."""
         gen = f"{_now_us():x}{uuid.uuid4().hex[:6]}"
-        self._write_terms(digest, gen, built.postings, shadow=bool(chain))
+        self._write_terms(digest, gen, built.postings, shadow=bool(chain), outs=built.outs)
 
         def head() -> Head:
             struck = built.struck
@@ -508,11 +574,14 @@ class PartitionPostings:
         *,
         rewrite: bool = False,
         shadow: bool = False,
+        outs: Mapping[str, Sequence[str]] | None = None,
     ) -> None:
         """Write these terms' records in a generation; ``rewrite``: they had records there,
         and parts they no longer fill are deleted. A term left with no memory keeps one empty
-        record, naming no word (its id holds a hash of it, as every record id does), so an
-        older generation's record of it is not read instead (``rewrite`` or ``shadow``)."""
+        record, naming no word (its id holds a hash of it, as every record id does), so what
+        it takes out of older generations stays out (``rewrite`` or ``shadow``). ``outs``:
+        each term's memories the generation takes out of older ones (a delta's, in part 0)."""
+        outs = outs or {}
         ids: list[str] = []
         metadatas: list[dict[str, Any]] = []
         gone: list[str] = []
@@ -547,6 +616,7 @@ class PartitionPostings:
                         "ids": "[]",
                         "tf": "",
                         "length": "",
+                        "out": json.dumps(list(outs.get(term, ())), ensure_ascii=False),
                     }
                 )
             for part in range(parts):
@@ -562,6 +632,9 @@ class PartitionPostings:
                         "ids": json.dumps(memory_ids[window], ensure_ascii=False),
                         "tf": _pack(tfs[window]),
                         "length": _pack(lengths[window]),
+                        "out": json.dumps(
+                            list(outs.get(term, ())) if part == 0 else [], ensure_ascii=False
+                        ),
                     }
                 )
                 if len(ids) >= WRITE_PAGE:
@@ -601,15 +674,13 @@ class PartitionPostings:
         tombstone (a mirror being built may be given them yet)."""
         if not held and not struck:
             return
-        terms = sorted({term for found in held.values() for term in found})
+        terms = sorted({term for found in held.values() for term in found} | {MEMBERS})
         head = self.head(digest, fresh=True)
         lengths: dict[str, int] = {}  # in the current generation: its statistics drop them
         if head is not None:
-            for parts in self._term_records(digest, head.gens, terms).values():
-                for _, meta in parts:
-                    listed = json.loads(meta["ids"])
-                    sizes = _unpack(meta["length"])
-                    lengths.update({i: int(sizes[n]) for n, i in enumerate(listed) if i in held})
+            for by_gen in self._term_records(digest, head.gens, terms).values():
+                listed, _, sizes = _merged(by_gen)
+                lengths.update({i: int(sizes[n]) for n, i in enumerate(listed) if i in held})
         at = _now_us()
         every = list(dict.fromkeys([*held, *struck]))
         marks = [f"tomb:{digest}:{_hid(i)}" for i in every]
@@ -655,20 +726,24 @@ class PartitionPostings:
         found = self._term_records(digest, (gen,), terms)
         tombs = self._tombs(digest)
         rewrite: dict[str, tuple[list[str], list[int], list[int]]] = {}
-        for term, parts in found.items():
-            listed = [i for _, meta in parts for i in json.loads(meta["ids"])]
-            if not any(_hid(i) in tombs for i in listed):
+        outs: dict[str, list[str]] = {}
+        for term, by_gen in found.items():
+            parts = [meta for _, metas in by_gen for meta in metas]
+            listed = [i for meta in parts for i in json.loads(meta["ids"])]
+            out = json.loads(str(parts[0].get("out") or "[]")) if parts else []
+            if not any(_hid(i) in tombs for i in [*listed, *out]):
                 continue
-            tfs = [int(v) for _, meta in parts for v in _unpack(meta["tf"])]
-            sizes = [int(v) for _, meta in parts for v in _unpack(meta["length"])]
+            tfs = [int(v) for meta in parts for v in _unpack(meta["tf"])]
+            sizes = [int(v) for meta in parts for v in _unpack(meta["length"])]
             keep = [n for n, i in enumerate(listed) if _hid(i) not in tombs]
             rewrite[term] = (
                 [listed[n] for n in keep],
                 [tfs[n] for n in keep],
                 [sizes[n] for n in keep],
             )
+            outs[term] = [i for i in out if _hid(i) not in tombs]
         if rewrite:
-            self._write_terms(digest, gen, rewrite, rewrite=True)
+            self._write_terms(digest, gen, rewrite, rewrite=True, outs=outs)
         return bool(rewrite)
 
     def drop(self, digest: str) -> None:
@@ -829,36 +904,33 @@ class PartitionPostings:
 
     def _term_records(
         self, digest: str, gens: Sequence[str], terms: Sequence[str]
-    ) -> dict[str, list[tuple[str, dict[str, Any]]]]:
-        """The records of these terms, parts in order, each from the first of ``gens`` (newest
-        first) that holds it (absent terms: none)."""
+    ) -> dict[str, list[tuple[str, list[dict[str, Any]]]]]:
+        """The records of these terms in each of ``gens`` that holds them: term → (gen, its
+        parts in order), newest generation first (absent terms: none)."""
         records = self._collection()
         keys = {_key(t): t for t in terms}
         wanted = [f"{digest}:{g}:{k}:0" for g in gens for k in keys]
         got = _get_ids(records, wanted)
-        first: dict[str, tuple[str, dict[str, Any]]] = {}
-        order = {g: n for n, g in enumerate(gens)}
+        parts: dict[tuple[str, str], dict[int, dict[str, Any]]] = {}
+        more: list[str] = []
         for record_id, meta in zip(got["ids"], got.get("metadatas") or []):
             _, gen, key, _ = record_id.split(":")
-            if key not in first or order[gen] < order[first[key][0]]:
-                first[key] = (gen, meta)
-        found: dict[str, list[tuple[str, dict[str, Any]]]] = {t: [] for t in terms}
-        more: list[str] = []
-        for key, (gen, meta) in first.items():
-            found[keys[key]].append((f"{digest}:{gen}:{key}:0", meta))
+            parts[(key, gen)] = {0: meta}
             more += [f"{digest}:{gen}:{key}:{p}" for p in range(1, int(meta["parts"]))]
         if more:
             extra = _get_ids(records, more)
-            for record_id, meta in sorted(
-                zip(extra["ids"], extra["metadatas"]), key=lambda r: int(r[0].rsplit(":", 1)[1])
-            ):
-                found[keys[record_id.split(":")[2]]].append((record_id, meta))
+            for record_id, meta in zip(extra["ids"], extra["metadatas"]):
+                _, gen, key, part = record_id.split(":")
+                parts[(key, gen)][int(part)] = meta
+        order = {g: n for n, g in enumerate(gens)}
+        found: dict[str, list[tuple[str, list[dict[str, Any]]]]] = {t: [] for t in terms}
+        for (key, gen), held in sorted(parts.items(), key=lambda kv: order[kv[0][1]]):
+            found[keys[key]].append((gen, [held[p] for p in sorted(held)]))
         return found
 
     def _terms(self, head: Head, terms: Sequence[str]) -> dict[str, TermPostings] | None:
         """The base postings of ``terms`` in this generation (cached: it never changes);
         None when the generation is gone."""
-        import numpy as np
 
         found: dict[str, TermPostings] = {}
         with self._lock:
@@ -872,16 +944,9 @@ class PartitionPostings:
             parts = self._term_records(head.digest, head.gens, wanted)
             if head.memories and not any(parts.values()) and not self._generation_exists(head):
                 return None
-            empty = np.zeros(0, dtype=np.float32)
             for term in wanted:
-                metas = [meta for _, meta in parts[term]]
-                ids = [i for m in metas for i in json.loads(m["ids"])]
-                postings: TermPostings = (
-                    ids,
-                    self._code(ids),
-                    np.concatenate([_unpack(m["tf"]) for m in metas]) if metas else empty,
-                    np.concatenate([_unpack(m["length"]) for m in metas]) if metas else empty,
-                )
+                ids, tfs, lengths = _merged(parts[term])
+                postings: TermPostings = (ids, self._code(ids), tfs, lengths)
                 found[term] = postings
                 self._remember((head.digest, head.gen, term), postings)
         return found
@@ -986,10 +1051,11 @@ class PartitionPostings:
 
     def fold(self, digest: str) -> bool:
         """Fold the partition's tail into a new generation (unless another process is at it);
-        returns whether it did. The generation holds only the terms the tail touched (its
-        memories' terms, and those of the texts they replaced) and builds on the current
-        one, so a fold costs what its tail does; every ``CHAIN_AT_MOST`` folds, one rewrites
-        every term. A memory taken out of the partition (a tombstone) is left out, whenever
+        returns whether it did. The generation is a delta on the current one: the tail's
+        postings, and its reworded memories taken out of the terms they left; it reads of the
+        head only its members (``MEMBERS``: which of the tail it counts, and their former
+        lengths), so a fold costs what its tail does; every ``CHAIN_AT_MOST`` folds, one
+        rewrites every term. A memory taken out of the partition (a tombstone) is left out, whenever
         the scrub that took it out ran (``_settle``)."""
         head = self.head(digest, fresh=True)
         if head is None or self._claimed(digest):
@@ -1003,36 +1069,38 @@ class PartitionPostings:
                 i: (self._counts_in(m), int(m.get("length", 0)), int(m.get("at", 0)))
                 for i, m in zip(got["ids"], got["metadatas"])
             }
+            earlier: dict[str, list[str]] = {}
             if len(head.chain) + 1 >= CHAIN_AT_MOST:
                 present = set(_paged_get(mirror)["ids"])  # some left the partition
                 base = self._base(head)
                 chain: tuple[str, ...] = ()
             else:
+                # A delta: the tail's postings, and its reworded memories taken out of the
+                # terms they no longer hold; what the head lists stays where it is. Which of
+                # the tail the head counts, and their former lengths: its members.
                 earlier = {
                     i: str(m.get("earlier") or "").split()
                     for i, m in zip(got["ids"], got["metadatas"])
                 }
-                touched = sorted(
-                    {t for counts, _, _ in tail.values() for t in counts}
-                    | {t for terms in earlier.values() for t in terms}
-                )
-                base = self._base(head, touched)
+                base = self._base(head, [MEMBERS])
                 present = None
                 chain = head.gens
             tombs = self._tombs(digest)  # read after what they may strike out
             built = _Built(seen=dict(tombs))
             in_base: dict[str, int] = {}
             for term, ids, tfs, lengths in base:
-                built.postings.setdefault(term, ([], [], []))
                 for n, memory_id in enumerate(ids):
                     if memory_id in tail:
                         in_base[memory_id] = lengths[n]
                         continue
+                    if chain:  # a delta copies nothing of the head
+                        continue
                     if (present is not None and memory_id not in present) or (
-                        _hid(memory_id) in tombs
+                        tombs and _hid(memory_id) in tombs
                     ):
                         continue
-                    built.add(memory_id, {term: tfs[n]}, lengths[n])
+                    # Its membership (``MEMBERS``) comes with its first term.
+                    built.add(memory_id, {} if term == MEMBERS else {term: tfs[n]}, lengths[n])
             returned = []  # back in the partition after it was taken out
             folded: dict[str, int] = {}
             for memory_id, (counts, length, at) in tail.items():
@@ -1043,6 +1111,9 @@ class PartitionPostings:
                     returned.append(memory_id)
                 built.add(memory_id, counts, length, at=at)
                 folded[memory_id] = length
+                for term in earlier.get(memory_id, ()):
+                    if term not in counts:
+                        built.out(term, memory_id)
             if chain:  # what the head counted, the tail's new memories, the reworded ones
                 memories = head.memories + len(folded.keys() - in_base.keys())
                 total = head.total_length + sum(folded.values())
@@ -1073,15 +1144,14 @@ class PartitionPostings:
         self, head: Head, terms: Sequence[str] | None = None
     ) -> list[tuple[str, list[str], list[int], list[int]]]:
         """The postings the head holds of ``terms`` (all, without): term, ids, counts,
-        lengths, each term from the newest generation holding it."""
+        lengths, each term merged over the generations it builds on (``_merged``)."""
         import numpy as np
 
         if terms is not None:
             found = self._term_records(head.digest, head.gens, terms)
-            metas = {t: [m for _, m in parts] for t, parts in found.items() if parts}
+            by_term = {t: by_gen for t, by_gen in found.items() if by_gen}
         else:
-            newest: dict[str, tuple[int, dict[int, dict[str, Any]]]] = {}
-            order = {g: n for n, g in enumerate(head.gens)}
+            every: dict[str, dict[str, dict[int, dict[str, Any]]]] = {}
             records = self._collection()
             offset = 0
             while True:
@@ -1102,24 +1172,22 @@ class PartitionPostings:
                 offset += len(page["ids"])
                 for record_id, meta in zip(page["ids"], page["metadatas"]):
                     _, gen, key, part = record_id.split(":")
-                    rank = order[gen]
-                    if key not in newest or rank < newest[key][0]:
-                        newest[key] = (rank, {})
-                    if newest[key][0] == rank:
-                        newest[key][1][int(part)] = meta
-            metas = {}
-            for _, parts in newest.values():
-                ordered = [parts[p] for p in sorted(parts)]
-                if ordered and "term" in ordered[0]:
-                    metas[str(ordered[0]["term"])] = ordered
+                    every.setdefault(key, {}).setdefault(gen, {})[int(part)] = meta
+            by_term = {}
+            for gens in every.values():
+                chain = [(g, [gens[g][p] for p in sorted(gens[g])]) for g in head.gens if g in gens]
+                named = [m["term"] for _, metas in chain for m in metas if m.get("term")]
+                if named:  # a term all of whose records are empty lists nothing
+                    by_term[str(named[0])] = chain
+        merged = {term: _merged(by_gen) for term, by_gen in by_term.items()}
         return [
             (
                 term,
-                [i for m in parts for i in json.loads(m["ids"])],
-                [int(v) for m in parts for v in _unpack(m["tf"]).astype(np.int64)],
-                [int(v) for m in parts for v in _unpack(m["length"]).astype(np.int64)],
+                ids,
+                [int(v) for v in tfs.astype(np.int64)],
+                [int(v) for v in lengths.astype(np.int64)],
             )
-            for term, parts in metas.items()
+            for term, (ids, tfs, lengths) in merged.items()
         ]
 
     def _claimed(self, digest: str) -> bool:
