@@ -90,6 +90,7 @@ def too_large(message: Message, group: list[Message], system: Message | None, p:
     return beside + sum(count_message(m) for m in unit) > p.max_tokens
 
 
+@pytest.mark.slow  # 15-30 s on its own: `make test-slow` runs it
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(policy=policies, script=steps)
 def test_window_invariants_hold_and_survive_a_reopen(

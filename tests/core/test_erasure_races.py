@@ -215,6 +215,7 @@ def test_a_fold_killed_after_writing_its_generation_leaves_no_trace_of_an_erasur
         child.close()
 
 
+@pytest.mark.slow  # 15-30 s on its own: `make test-slow` runs it
 def test_erasures_and_privacy_changes_beside_processes_folding_leave_no_trace(
     store: tuple[Memento, str, str], tmp_path: Path
 ) -> None:

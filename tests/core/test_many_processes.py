@@ -72,6 +72,7 @@ CHILD = textwrap.dedent(
 )
 
 
+@pytest.mark.slow  # 15-30 s on its own: `make test-slow` runs it
 def test_four_processes_on_one_server_lose_nothing_and_see_every_write(
     chroma_server: str, tmp_path: Path
 ) -> None:

@@ -260,6 +260,7 @@ def test_a_half_built_target_refuses_another_run(
         assert snapshot(mem) == before
 
 
+@pytest.mark.slow  # 15-30 s on its own: `make test-slow` runs it
 def test_in_place_a_run_cut_short_leaves_the_old_space_whole(
     store_factory: StoreFactory, int8: OnnxEmbedder
 ) -> None:
